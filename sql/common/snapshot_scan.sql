@@ -1,0 +1,29 @@
+-- Snapshot of one table, anti-join/union formulation (paper, section 3.2.2).
+-- Suits scans and analytics: the (large) storage table is only anti-joined against
+-- the keys that have a visible cache version, never sorted or ranked; only the
+-- (small) cache is ranked.
+SELECT TQ_COLUMNS(s)
+FROM storage_table AS s
+WHERE NOT EXISTS (
+  SELECT 1
+  FROM cache_table AS c
+  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.committed
+  WHERE TQ_KEY_MATCH(c, s)
+    AND ((c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
+         OR o.cts <= CAST(:tq_sts AS BIGINT))
+)
+UNION ALL
+SELECT TQ_COLUMNS()
+FROM (
+  SELECT TQ_COLUMNS(c), c.tq_deleted,
+         rank() OVER (
+           PARTITION BY TQ_KEY(c)
+           ORDER BY CASE WHEN c.tq_txid = CAST(:tq_txid AS BIGINT)
+                         THEN CAST(:tq_sts AS BIGINT) + 1 ELSE o.cts END DESC,
+                    c.tq_seq DESC) AS tq_rank
+  FROM cache_table AS c
+  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.committed
+  WHERE (c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
+       OR o.cts <= CAST(:tq_sts AS BIGINT)
+) AS tq_cached
+WHERE tq_rank = 1 AND NOT tq_deleted

@@ -1,0 +1,131 @@
+-- tique's metadata and server-side timestamp oracle on PostgreSQL.
+-- Idempotent; the advisory lock keeps concurrent installers from racing.
+SELECT pg_advisory_xact_lock(7411, 2);
+
+CREATE TABLE IF NOT EXISTS tq_tables (name TEXT PRIMARY KEY, ddl TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
+CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);
+CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, committed BOOLEAN NOT NULL);
+CREATE INDEX IF NOT EXISTS tq_outcome_txid ON tq_outcome (txid);
+CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, key_hash BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS tq_write_sets_hash ON tq_write_sets (key_hash);
+CREATE INDEX IF NOT EXISTS tq_write_sets_txid ON tq_write_sets (txid);
+
+-- The oracle: transaction ids, start timestamps and commit timestamps, shared by
+-- every client process. tq_clock.snapshot is the newest commit timestamp such that
+-- every commit timestamp at or below it has an outcome.
+CREATE SEQUENCE IF NOT EXISTS tq_txid_seq;
+CREATE SEQUENCE IF NOT EXISTS tq_cts_seq;
+CREATE TABLE IF NOT EXISTS tq_clock (id INT PRIMARY KEY, snapshot BIGINT NOT NULL, server_started TIMESTAMPTZ);
+INSERT INTO tq_clock (id, snapshot, server_started) VALUES (1, 0, pg_postmaster_start_time()) ON CONFLICT (id) DO NOTHING;
+CREATE UNLOGGED TABLE IF NOT EXISTS tq_begun (txid BIGINT PRIMARY KEY, sts BIGINT NOT NULL, pid INT NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS tq_ended (txid BIGINT PRIMARY KEY);
+
+-- Begin: a transaction id and the current snapshot, registered atomically with
+-- respect to tq_stable (shared latch), so the checkpointer never misses a reader.
+CREATE OR REPLACE FUNCTION tq_begin(OUT o_txid BIGINT, OUT o_sts BIGINT) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(7411, 0);
+  o_txid := nextval('tq_txid_seq');
+  SELECT c.snapshot INTO o_sts FROM tq_clock c WHERE c.id = 1;
+  INSERT INTO tq_begun (txid, sts, pid) VALUES (o_txid, o_sts, pg_backend_pid());
+END $$;
+
+-- A transaction without a commit timestamp is over.
+CREATE OR REPLACE FUNCTION tq_end(p_txid BIGINT) RETURNS VOID LANGUAGE sql AS $$
+  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
+$$;
+
+-- Commit timestamp: logged in tq_committing before it is returned. The session-level
+-- advisory lock on it is held until tq_publish, and the server drops it if the client
+-- dies, which is how successors learn that an owner is gone without polling.
+CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE c BIGINT;
+BEGIN
+  c := nextval('tq_cts_seq');
+  PERFORM pg_advisory_lock(c);
+  INSERT INTO tq_committing (txid, cts) VALUES (p_txid, c);
+  RETURN c;
+END $$;
+
+-- After the outcome of p_cts is written: release it, wait (blocking inside the server,
+-- bounded by p_timeout_ms per predecessor) until every earlier commit timestamp has an
+-- outcome, aborting owners that died or stalled past the timeout, then advance the
+-- snapshot to p_cts. Returns only when transactions that begin later see p_cts.
+CREATE OR REPLACE FUNCTION tq_publish(p_txid BIGINT, p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE s BIGINT; p BIGINT; owner BIGINT;
+BEGIN
+  PERFORM pg_advisory_unlock(p_cts);
+  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
+  LOOP
+    SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
+    IF s >= p_cts THEN
+      RETURN s;
+    END IF;
+    SELECT min(g) INTO p FROM generate_series(s + 1, p_cts - 1) AS g
+      WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = g);
+    IF p IS NULL THEN
+      UPDATE tq_clock SET snapshot = greatest(snapshot, p_cts) WHERE id = 1;
+      RETURN p_cts;
+    END IF;
+    BEGIN
+      PERFORM set_config('lock_timeout', p_timeout_ms::text || 'ms', true);
+      PERFORM pg_advisory_lock_shared(p);
+      PERFORM pg_advisory_unlock_shared(p);
+    EXCEPTION WHEN lock_not_available THEN
+      NULL;
+    END;
+    PERFORM set_config('lock_timeout', '0', true);
+    SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
+    INSERT INTO tq_outcome (cts, txid, committed) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
+  END LOOP;
+END $$;
+
+-- The checkpointer's stable timestamp: at most every running transaction's start.
+-- The exclusive latch waits out begins in flight, so none is missed. Clients that
+-- died before committing are rolled back here.
+CREATE OR REPLACE FUNCTION tq_stable(OUT o_stable BIGINT, OUT o_horizon BIGINT) LANGUAGE plpgsql AS $$
+DECLARE s BIGINT; m BIGINT;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7411, 0);
+  INSERT INTO tq_rolled_back (txid)
+    SELECT b.txid FROM tq_begun b
+    WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid)
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.pid);
+  INSERT INTO tq_ended (txid)
+    SELECT b.txid FROM tq_begun b
+    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.pid)
+  ON CONFLICT DO NOTHING;
+  SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
+  SELECT min(b.sts) INTO m FROM tq_begun b WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid);
+  o_stable := least(s, coalesce(m, s));
+  SELECT coalesce(max(r.txid), 0) INTO o_horizon FROM tq_rolled_back r;
+  DELETE FROM tq_begun b USING tq_ended e WHERE e.txid = b.txid;
+  DELETE FROM tq_ended e WHERE NOT EXISTS (SELECT 1 FROM tq_begun b WHERE b.txid = e.txid);
+END $$;
+
+-- Recovery: after a server restart (or when forced) every transaction that had begun
+-- is over; those without a commit marker are aborted, and the snapshot moves to the
+-- last commit timestamp handed out. Idempotent.
+CREATE OR REPLACE FUNCTION tq_recover(p_force BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+DECLARE last_cts BIGINT; s BIGINT;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7411, 1);
+  IF NOT p_force AND (SELECT server_started FROM tq_clock WHERE id = 1) = pg_postmaster_start_time() THEN
+    RETURN FALSE;
+  END IF;
+  PERFORM pg_advisory_xact_lock(7411, 0);
+  INSERT INTO tq_rolled_back (txid)
+    SELECT b.txid FROM tq_begun b WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid);
+  INSERT INTO tq_ended (txid) SELECT b.txid FROM tq_begun b ON CONFLICT DO NOTHING;
+  SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
+  SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO last_cts FROM tq_cts_seq;
+  INSERT INTO tq_outcome (cts, txid, committed)
+    SELECT g, (SELECT c.txid FROM tq_committing c WHERE c.cts = g LIMIT 1), FALSE
+    FROM generate_series(s + 1, last_cts) AS g
+  ON CONFLICT (cts) DO NOTHING;
+  UPDATE tq_clock SET snapshot = greatest(snapshot, last_cts), server_started = pg_postmaster_start_time() WHERE id = 1;
+  RETURN TRUE;
+END $$;

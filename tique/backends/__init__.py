@@ -1,0 +1,39 @@
+"""One module per engine; `open_database` picks one by URL scheme."""
+from __future__ import annotations
+
+import threading
+from urllib.parse import urlsplit
+
+from tique.backends.base import Backend
+from tique.errors import InterfaceError
+
+_databases: dict[str, Backend] = {}
+_lock = threading.Lock()
+
+
+def open_database(url: str, **options: object) -> Backend:
+    """The process-wide backend for `url`: connections to one database share its oracle."""
+    scheme = urlsplit(url).scheme.split("+")[0]
+    with _lock:
+        backend = _databases.get(url)
+        if backend is None or backend.closed:
+            if scheme == "duckdb":
+                from tique.backends.duckdb import DuckDBBackend
+                backend = DuckDBBackend(url, **options)
+            elif scheme in ("postgresql", "postgres"):
+                from tique.backends.postgres import PostgresBackend
+                backend = PostgresBackend(url, **options)
+            elif scheme == "monetdb":
+                raise InterfaceError("monetdb:// URLs need the MonetDB backend, which this version does not include yet")
+            else:
+                raise InterfaceError(f"unknown database URL scheme {scheme!r} in {url!r}; use duckdb:///path.db or postgresql://user@host:port/db")
+            _databases[url] = backend
+        return backend
+
+
+def forget_database(url: str) -> None:
+    """Drops the process-wide backend, as a process exit would (used by recovery tests)."""
+    with _lock:
+        backend = _databases.pop(url, None)
+    if backend is not None:
+        backend.close()

@@ -1,0 +1,113 @@
+"""What every engine backend provides to the transaction manager."""
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from tique import errors
+from tique.catalog import TableDef
+from tique.oracle.base import Oracle
+from tique.rewrite.params import Compiled, compile_statement
+
+_ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
+
+
+class Backend(ABC):
+    dialect: str
+    oracle: Oracle
+    commit_timeout: float
+    closed: bool = False
+
+    def __init__(self) -> None:
+        self.setup_lock = threading.Lock()
+        self.installed = False
+
+    # -- connections -------------------------------------------------------
+    @abstractmethod
+    def open(self) -> Any:
+        """A raw engine connection in autocommit mode: every statement commits on its own."""
+
+    @abstractmethod
+    def close_raw(self, raw: Any) -> None: ...
+
+    def close(self) -> None:
+        self.closed = True
+
+    @abstractmethod
+    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
+        """Runs one statement; returns a DB-API cursor positioned on its result."""
+
+    def rows(self, raw: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        cur = self.execute(raw, sql, params)
+        return cur.fetchall() if cur.description else []
+
+    @abstractmethod
+    def atomic(self, raw: Any) -> Any:
+        """A context manager running its statements as one engine transaction (DDL only)."""
+
+    @abstractmethod
+    def affected(self, cursor: Any) -> int:
+        """Rows written by the DML statement `cursor` ran."""
+
+    @abstractmethod
+    def run_script(self, raw: Any, script: str) -> None:
+        """Runs several parameterless statements (schema installation)."""
+
+    # -- SQL generation ----------------------------------------------------
+    @abstractmethod
+    def param_node(self, n: int) -> exp.Expression: ...
+
+    @abstractmethod
+    def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
+        """A 64-bit hash of (table, key) for Write_Sets; collisions only cause false conflicts."""
+
+    def compile(self, tree: exp.Expression) -> Compiled:
+        return compile_statement(tree, self.dialect, self.param_node)
+
+    @abstractmethod
+    def metadata_script(self) -> str: ...
+
+    @abstractmethod
+    def physical_ddl(self, table: TableDef) -> list[str]: ...
+
+    def drop_ddl(self, table: TableDef) -> list[str]:
+        q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
+        ddl = [f"DROP TABLE IF EXISTS {q(table.storage)}", f"DROP TABLE IF EXISTS {q(table.cache)}"]
+        if table.hidden_rowid:
+            ddl.append(f"DROP SEQUENCE IF EXISTS {q(table.rowid_sequence)}")
+        return ddl
+
+    # -- errors ------------------------------------------------------------
+    def translate(self, error: BaseException, statement: str) -> errors.Error:
+        """Maps a driver exception to the tique class of the same PEP 249 name."""
+        if isinstance(error, errors.Error):
+            return error
+        target: type[errors.Error] = errors.DatabaseError
+        for cls in type(error).__mro__:
+            if cls.__name__ in _ERROR_NAMES and issubclass(_ERROR_NAMES[cls.__name__], errors.Error):
+                target = _ERROR_NAMES[cls.__name__]
+                break
+        target = self.refine(error, target)
+        translated = target(errors.describe(statement, f"{type(error).__name__}: {str(error).strip()}"))
+        translated.__cause__ = error
+        return translated
+
+    def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
+        return target
+
+    @abstractmethod
+    def is_unique_violation(self, error: BaseException) -> bool: ...
+
+    # -- transaction metadata ---------------------------------------------
+    def log_committing(self, raw: Any, txid: int, cts: int) -> None:
+        self.execute(raw, self._sql("INSERT INTO tq_committing (txid, cts) VALUES ($1, $2)"), [txid, cts])
+
+    def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
+        self.execute(raw, self._sql("INSERT INTO tq_outcome (cts, txid, committed) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING"), [cts, txid])
+
+    def _sql(self, text: str) -> str:
+        """Fixed metadata statements are written with $n markers, which every backend here reads."""
+        return text

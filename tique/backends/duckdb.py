@@ -1,0 +1,99 @@
+"""DuckDB, embedded: connections of one process share the database and an in-process oracle."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Sequence
+from urllib.parse import unquote, urlsplit
+
+import duckdb
+from sqlglot import exp
+
+from tique import errors
+from tique.backends.base import Backend
+from tique.catalog import TableDef
+from tique.oracle.local import LocalOracle
+from tique.rewrite.templates import template_text
+
+
+def database_path(url: str) -> str:
+    path = unquote(urlsplit(url).path)
+    if path in ("", "/", "/:memory:"):
+        return ":memory:"
+    return path
+
+
+class DuckDBBackend(Backend):
+    dialect = "duckdb"
+
+    def __init__(self, url: str, commit_timeout: float = 10.0, **_: object) -> None:
+        super().__init__()
+        self.url = url
+        self.commit_timeout = commit_timeout
+        self._base = duckdb.connect(database_path(url))
+        self.oracle = LocalOracle(self.insert_abort_outcome, self.log_committing, commit_timeout)
+
+    def open(self) -> Any:
+        return self._base.cursor()
+
+    def close_raw(self, raw: Any) -> None:
+        raw.close()
+
+    def close(self) -> None:
+        super().close()
+        self._base.close()
+
+    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
+        return raw.execute(sql, list(params)) if params else raw.execute(sql)
+
+    def affected(self, cursor: Any) -> int:
+        """DuckDB reports a DML statement's row count as its one-row result."""
+        row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    @contextlib.contextmanager
+    def atomic(self, raw: Any) -> Iterator[None]:
+        raw.begin()
+        try:
+            yield
+        except BaseException:
+            raw.rollback()
+            raise
+        raw.commit()
+
+    def run_script(self, raw: Any, script: str) -> None:
+        raw.execute(script)
+
+    def param_node(self, n: int) -> exp.Expression:
+        return exp.Placeholder(this=str(n))
+
+    def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
+        hashed = exp.Anonymous(this="hash", expressions=[exp.Literal.string(table_name), *keys])
+        return exp.cast(exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(1)), "BIGINT")
+
+    def metadata_script(self) -> str:
+        return template_text("duckdb/metadata.sql")
+
+    def physical_ddl(self, table: TableDef) -> list[str]:
+        q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
+        defs = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
+        cache_defs = [f"{q(c.name)} {c.type_sql}" for c in table.columns]
+        ddl = []
+        if table.hidden_rowid:
+            ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
+            defs.append(f"{q('tq_rowid')} BIGINT NOT NULL")
+            cache_defs.append(f"{q('tq_rowid')} BIGINT")
+        key = ", ".join(q(k) for k in table.key)
+        ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(defs)}, PRIMARY KEY ({key}))")
+        ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache_defs)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")
+        return ddl
+
+    def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
+        if isinstance(error, duckdb.ConstraintException):
+            return errors.IntegrityError
+        if isinstance(error, duckdb.TransactionException):
+            return errors.OperationalError
+        return target
+
+    def is_unique_violation(self, error: BaseException) -> bool:
+        text = str(error).lower()
+        return isinstance(error, (duckdb.ConstraintException, duckdb.TransactionException)) and ("duplicate key" in text or "unique" in text)

@@ -1,0 +1,75 @@
+"""PostgreSQL through psycopg 3, with the oracle in server-side functions."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import psycopg
+from sqlglot import exp
+
+from tique.backends.base import Backend
+from tique.catalog import TableDef
+from tique.oracle.postgres import PostgresOracle
+from tique.rewrite.templates import template_text
+
+
+class PostgresBackend(Backend):
+    dialect = "postgres"
+
+    def __init__(self, url: str, commit_timeout: float = 10.0, connect_timeout: float = 10.0, **_: object) -> None:
+        super().__init__()
+        self.url = url
+        self.commit_timeout = commit_timeout
+        self.connect_timeout = connect_timeout
+        self.oracle = PostgresOracle(self.rows)
+
+    def open(self) -> Any:
+        # RawCursor speaks PostgreSQL's own $n markers, so SQL text needs no % escaping;
+        # psycopg prepares a statement server-side once it has run a few times.
+        return psycopg.connect(self.url, autocommit=True, cursor_factory=psycopg.RawCursor, connect_timeout=int(self.connect_timeout))
+
+    def close_raw(self, raw: Any) -> None:
+        raw.close()
+
+    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
+        cur = raw.cursor()
+        cur.execute(sql, list(params))
+        return cur
+
+    def affected(self, cursor: Any) -> int:
+        return int(cursor.rowcount)
+
+    def atomic(self, raw: Any) -> Any:
+        return raw.transaction()
+
+    def run_script(self, raw: Any, script: str) -> None:
+        with raw.transaction():
+            raw.cursor().execute(script)
+
+    def param_node(self, n: int) -> exp.Expression:
+        return exp.Parameter(this=exp.Literal.number(n))
+
+    def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
+        parts = [exp.Literal.string("|"), exp.Literal.string(table_name), *[exp.cast(k, "TEXT") for k in keys]]
+        return exp.Anonymous(this="hashtextextended", expressions=[exp.Anonymous(this="concat_ws", expressions=parts), exp.Literal.number(0)])
+
+    def metadata_script(self) -> str:
+        return template_text("postgres/metadata.sql")
+
+    def physical_ddl(self, table: TableDef) -> list[str]:
+        q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
+        defs = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
+        cache_defs = [f"{q(c.name)} {c.type_sql}" for c in table.columns]
+        ddl = []
+        if table.hidden_rowid:
+            ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
+            defs.append(f"{q('tq_rowid')} BIGINT NOT NULL")
+            cache_defs.append(f"{q('tq_rowid')} BIGINT")
+        key = ", ".join(q(k) for k in table.key)
+        ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(defs)}, PRIMARY KEY ({key}))")
+        ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache_defs)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")
+        ddl.append(f"CREATE INDEX {q(table.cache + '_key')} ON {q(table.cache)} ({key})")
+        ddl.append(f"CREATE INDEX {q(table.cache + '_txid')} ON {q(table.cache)} (tq_txid)")
+        return ddl
+
+    def is_unique_violation(self, error: BaseException) -> bool:
+        return isinstance(error, psycopg.errors.UniqueViolation)

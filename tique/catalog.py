@@ -1,0 +1,131 @@
+"""The logical schema of tique tables, parsed from the CREATE TABLE text kept in the database.
+
+Other clients learn a table's shape from the `tq_tables` catalog row, never from
+process memory, so every connection sees the same definition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from tique.errors import NotSupportedError, ProgrammingError, describe
+
+ROWID = "tq_rowid"
+METADATA_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type_sql: str
+    not_null: bool = False
+    default: exp.Expression | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class TableDef:
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    hidden_rowid: bool
+
+    @property
+    def storage(self) -> str:
+        return f"{self.name}_storage"
+
+    @property
+    def cache(self) -> str:
+        return f"{self.name}_cache"
+
+    @property
+    def rowid_sequence(self) -> str:
+        return f"{self.name}_rowid_seq"
+
+    @property
+    def user_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def physical_columns(self) -> tuple[str, ...]:
+        """User columns plus the hidden row id, when the table has one."""
+        return self.user_columns + ((ROWID,) if self.hidden_rowid else ())
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+def normalize(name: str) -> str:
+    return name.lower()
+
+
+def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> TableDef:
+    """Reads columns, NOT NULL, DEFAULT and single- or multi-column primary keys."""
+    schema = create.this
+    if not isinstance(schema, exp.Schema) or not isinstance(schema.this, exp.Table):
+        raise NotSupportedError(describe(statement, "CREATE TABLE ... AS SELECT is not supported for tique tables; create the table, then INSERT ... SELECT"))
+    name = normalize(schema.this.name)
+    columns: list[Column] = []
+    key: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            col_name = normalize(item.name)
+            if col_name.startswith("tq_"):
+                raise ProgrammingError(describe(statement, f"column name {col_name!r} uses the prefix tq_, which tique reserves"))
+            not_null = False
+            default = None
+            for constraint in item.args.get("constraints") or []:
+                kind = constraint.kind
+                if isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    key.append(col_name)
+                    not_null = True
+                elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                    not_null = True
+                elif isinstance(kind, exp.DefaultColumnConstraint):
+                    default = kind.this
+            kind_sql = item.args["kind"].sql(dialect) if item.args.get("kind") else "VARCHAR"
+            columns.append(Column(col_name, kind_sql, not_null, default))
+        elif isinstance(item, exp.PrimaryKey):
+            for part in item.expressions:
+                key.append(normalize(part.name if not isinstance(part, exp.Ordered) else part.this.name))
+        elif isinstance(item, (exp.Constraint,)) and any(isinstance(e, exp.PrimaryKey) for e in item.expressions):
+            for pk in item.expressions:
+                if isinstance(pk, exp.PrimaryKey):
+                    key.extend(normalize(p.name) for p in pk.expressions)
+        else:
+            raise NotSupportedError(describe(statement, f"table constraint {item.sql(dialect)!r} is not supported on tique tables"))
+    if not columns:
+        raise ProgrammingError(describe(statement, "a table needs at least one column"))
+    names = {c.name for c in columns}
+    for k in key:
+        if k not in names:
+            raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
+    columns = [Column(c.name, c.type_sql, c.not_null or c.name in key, c.default) for c in columns]
+    hidden = not key
+    return TableDef(name, tuple(columns), tuple(key) if key else (ROWID,), hidden)
+
+
+def parse_catalog_row(ddl: str, dialect: str) -> TableDef:
+    create = sqlglot.parse_one(ddl, read=dialect)
+    assert isinstance(create, exp.Create)
+    return table_def_from_create(create, dialect, ddl)
+
+
+def canonical_ddl(table: TableDef, dialect: str) -> str:
+    """The CREATE TABLE text stored in the catalog: what the application asked for."""
+    defs = []
+    for c in table.columns:
+        constraints = []
+        if c.not_null:
+            constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+        if c.default is not None:
+            constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=c.default.copy())))
+        defs.append(exp.ColumnDef(this=exp.to_identifier(c.name), kind=exp.DataType.build(c.type_sql, dialect=dialect), constraints=constraints))
+    if not table.hidden_rowid:
+        defs.append(exp.PrimaryKey(expressions=[exp.to_identifier(k) for k in table.key]))
+    create = exp.Create(this=exp.Schema(this=exp.to_table(table.name), expressions=defs), kind="TABLE")
+    return create.sql(dialect)

@@ -1,0 +1,129 @@
+"""The checkpointer (paper, section 2.4.1): moves the newest stable version of each key
+to storage, applies deletes, and purges cache and metadata rows nobody can need.
+
+Invariant: it only touches versions at or below the stable timestamp, which is at most
+every running transaction's start timestamp, and every step is a single autocommitted
+statement that leaves each key readable from either the cache or storage. So it never
+blocks, and never aborts, a foreground transaction; a crash between steps is repaired
+by the next run.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from tique.backends.base import Backend
+from tique.catalog import parse_catalog_row
+from tique.rewrite.params import Compiled
+from tique.rewrite.templates import table_template, template
+
+
+@dataclass
+class CheckpointReport:
+    stable: int
+    tables: int
+    moved: int
+    purged: int
+    seconds: float
+
+
+class Checkpointer:
+    """One checkpointer over one backend, with its own engine connection."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.raw = backend.open()
+        self._compiled: dict[tuple[str, str], list[Compiled]] = {}
+        self._metadata = [backend.compile(t) for t in template("common/checkpoint_purge_metadata.sql")]
+
+    def close(self) -> None:
+        self.backend.close_raw(self.raw)
+
+    def _table_statements(self, name: str, ddl: str) -> list[Compiled]:
+        key = (name, ddl)
+        found = self._compiled.get(key)
+        if found is None:
+            table = parse_catalog_row(ddl, self.backend.dialect)
+            found = []
+            for step in ("delete_storage", "insert_storage", "purge_cache"):
+                (tree,) = table_template(f"common/checkpoint_{step}.sql", table, table.physical_columns, self.backend.key_hash)
+                found.append(self.backend.compile(tree))
+            self._compiled[key] = found
+        return found
+
+    def run_once(self) -> CheckpointReport:
+        started = time.perf_counter()
+        backend, raw = self.backend, self.raw
+        stable = backend.oracle.stable_timestamp(raw)
+        (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])
+        context = {"tq_stable": stable, "tq_horizon": int(row[0])}
+        catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
+        moved = purged = 0
+        for name, ddl in catalog:
+            delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
+            for step in (delete_storage, insert_storage):
+                cur = backend.execute(raw, step.sql, step.values((), context))
+                if step is insert_storage:
+                    moved += max(backend.affected(cur), 0)
+            purged += max(backend.affected(backend.execute(raw, purge_cache.sql, purge_cache.values((), context))), 0)
+        for step in self._metadata:
+            backend.execute(raw, step.sql, step.values((), context))
+        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+
+
+def checkpoint(connection: Any) -> CheckpointReport:
+    """Runs one checkpoint over the database of a tique connection."""
+    checkpointer = Checkpointer(connection.backend)
+    try:
+        return checkpointer.run_once()
+    finally:
+        checkpointer.close()
+
+
+class BackgroundCheckpointer(threading.Thread):
+    def __init__(self, backend: Backend, interval: float) -> None:
+        super().__init__(name="tique-checkpointer", daemon=True)
+        self.interval = interval
+        self.checkpointer = Checkpointer(backend)
+        self.stopping = threading.Event()
+        self.runs = 0
+        self.last_error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.wait(self.interval):
+                try:
+                    self.checkpointer.run_once()
+                    self.runs += 1
+                except Exception as error:  # a failed round is retried next interval
+                    self.last_error = error
+        finally:
+            self.checkpointer.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=30)
+
+
+_background: "weakref.WeakKeyDictionary[Backend, BackgroundCheckpointer]" = weakref.WeakKeyDictionary()
+_background_lock = threading.Lock()
+
+
+def ensure_background_checkpointer(backend: Backend, interval: float) -> BackgroundCheckpointer:
+    """One background checkpointer per database per process, however many connections ask."""
+    with _background_lock:
+        running = _background.get(backend)
+        if running is None or not running.is_alive():
+            running = _background[backend] = BackgroundCheckpointer(backend, interval)
+            running.start()
+        return running
+
+
+def stop_background_checkpointer(backend: Backend) -> None:
+    with _background_lock:
+        running = _background.pop(backend, None)
+    if running is not None:
+        running.stop()

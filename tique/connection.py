@@ -1,0 +1,360 @@
+"""PEP 249 connection: owns one engine connection, the catalog, the plan cache and
+at most one open tique transaction."""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Iterable
+
+from tique import errors
+from tique.backends import open_database
+from tique.backends.base import Backend
+from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
+from tique.cursor import Cursor
+from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe
+from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
+from tique.recovery import recover
+from tique.rewrite.snapshot import Formulation
+from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, run_write
+
+_commit_statements: "weakref.WeakKeyDictionary[Backend, CommitStatements]" = weakref.WeakKeyDictionary()
+_commit_statements_lock = threading.Lock()
+
+
+def _shared_commit_statements(backend: Backend) -> CommitStatements:
+    with _commit_statements_lock:
+        found = _commit_statements.get(backend)
+        if found is None:
+            found = _commit_statements[backend] = CommitStatements(backend)
+        return found
+
+
+def _release(backend: Backend, raw: Any, holder: list) -> None:
+    """Finalizer: a connection dropped with a transaction open rolls it back."""
+    txn = holder[0] if holder else None
+    try:
+        if txn is not None:
+            if txn.written:
+                backend.execute(raw, "INSERT INTO tq_rolled_back (txid) VALUES ($1)", [txn.txid])
+            backend.oracle.end(raw, txn.txid)
+    except Exception:
+        pass
+    finally:
+        try:
+            backend.close_raw(raw)
+        except Exception:
+            pass
+
+
+class Connection:
+    # PEP 249 optional extension: the exception classes as connection attributes.
+    Warning = errors.Warning
+    Error = errors.Error
+    InterfaceError = errors.InterfaceError
+    DatabaseError = errors.DatabaseError
+    DataError = errors.DataError
+    OperationalError = errors.OperationalError
+    IntegrityError = errors.IntegrityError
+    InternalError = errors.InternalError
+    ProgrammingError = errors.ProgrammingError
+    NotSupportedError = errors.NotSupportedError
+    SerializationFailure = errors.SerializationFailure
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        autocommit: bool = False,
+        buffered_writes: bool = False,
+        snapshot: str = "auto",
+        static_tables: Iterable[str] = (),
+        commit_timeout: float = 10.0,
+        checkpoint_interval_ms: int | None = None,
+        faults: Iterable[str] = (),
+    ) -> None:
+        self.url = url
+        self._backend = open_database(url, commit_timeout=commit_timeout)
+        self._raw = self._backend.open()
+        self._autocommit = autocommit
+        self.buffered_writes = buffered_writes
+        self.snapshot_formulation = Formulation(snapshot)
+        self.static_tables = frozenset(t.lower() for t in static_tables)
+        self.faults = frozenset(faults)
+        self._txn_holder: list[Transaction | None] = [None]
+        self._plans: dict[tuple[str, Formulation], Plan] = {}
+        self._catalog: dict[str, TableDef] = {}
+        self.closed = False
+        self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
+        try:
+            self._setup()
+        except BaseException:
+            self._finalizer()
+            raise
+        self._commit_sql = _shared_commit_statements(self._backend)
+        if checkpoint_interval_ms is not None:
+            from tique.checkpoint import ensure_background_checkpointer
+            ensure_background_checkpointer(self._backend, checkpoint_interval_ms / 1000.0)
+
+    # -- setup ----------------------------------------------------------------
+    def _setup(self) -> None:
+        backend = self._backend
+        with backend.setup_lock:
+            if not backend.installed:
+                backend.run_script(self._raw, backend.metadata_script())
+                self._load_catalog()
+                recover(backend, self._raw, list(self._catalog.values()), force=False, first_open=True)
+                backend.installed = True
+            else:
+                recover(backend, self._raw, [], force=False, first_open=False)
+        self._load_catalog()
+
+    def _load_catalog(self) -> None:
+        rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
+        self._catalog = {name: parse_catalog_row(ddl, self._backend.dialect) for name, ddl in rows}
+        self._plans.clear()
+
+    def _lookup(self, name: str) -> TableDef | None:
+        return self._catalog.get(name)
+
+    @property
+    def tables(self) -> dict[str, TableDef]:
+        """The tique tables this connection knows, by name."""
+        return dict(self._catalog)
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    # -- properties -----------------------------------------------------------
+    @property
+    def _txn(self) -> Transaction | None:
+        return self._txn_holder[0]
+
+    @_txn.setter
+    def _txn(self, value: Transaction | None) -> None:
+        self._txn_holder[0] = value
+
+    @property
+    def autocommit(self) -> bool:
+        return self._autocommit
+
+    @autocommit.setter
+    def autocommit(self, value: bool) -> None:
+        self._check_open()
+        if value and self._txn is not None:
+            self.commit()
+        self._autocommit = bool(value)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn is not None
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InterfaceError("connection is closed")
+
+    # -- PEP 249 --------------------------------------------------------------
+    def cursor(self) -> Cursor:
+        self._check_open()
+        return Cursor(self)
+
+    def commit(self) -> None:
+        self._check_open()
+        txn = self._txn
+        if txn is None:
+            return
+        try:
+            if txn.buffered:
+                self._flush_buffered(txn)
+            if txn.written:
+                tables = [self._catalog[name] for name in sorted(txn.written)]
+                commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.faults)
+            else:
+                self._backend.oracle.end(self._raw, txn.txid)
+        except errors.SerializationFailure:
+            self._txn = None
+            raise
+        except BaseException:
+            self._abandon(txn)
+            raise
+        self._txn = None
+
+    def rollback(self) -> None:
+        self._check_open()
+        txn = self._txn
+        if txn is not None:
+            self._abandon(txn)
+
+    def _abandon(self, txn: Transaction) -> None:
+        """Rolls back: the transaction's cache rows stay invisible and the checkpointer purges them."""
+        self._txn = None
+        try:
+            if txn.written:
+                self._backend.execute(self._raw, self._commit_sql.rolled_back.sql, [txn.txid])
+            self._backend.oracle.end(self._raw, txn.txid)
+        except Exception as error:
+            raise self._backend.translate(error, "ROLLBACK") from error
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            if self._txn is not None:
+                self.rollback()
+        finally:
+            self.closed = True
+            self._finalizer()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.closed:
+            return
+        try:
+            if exc_type is None:
+                self.commit()
+            else:
+                self.rollback()
+        finally:
+            self.close()
+
+    # -- execution ------------------------------------------------------------
+    def _plan(self, sql: str) -> Plan:
+        key = (sql, self.snapshot_formulation)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+            self._plans[key] = plan
+        return plan
+
+    def _lookup_or_refresh(self, name: str) -> TableDef | None:
+        """Another client may have created the table since we loaded the catalog."""
+        found = self._catalog.get(name)
+        if found is None and not name.startswith("tq_") and not self._is_physical(name):
+            rows = self._backend.rows(self._raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
+            if rows:
+                found = self._catalog[name] = parse_catalog_row(rows[0][0], self._backend.dialect)
+        return found
+
+    def _is_physical(self, name: str) -> bool:
+        for suffix in ("_storage", "_cache"):
+            if name.endswith(suffix) and name[: -len(suffix)] in self._catalog:
+                return True
+        return False
+
+    def _begin(self) -> Transaction:
+        txn = self._txn
+        if txn is None:
+            txid, sts = self._backend.oracle.begin(self._raw)
+            txn = self._txn = Transaction(txid, sts)
+        return txn
+
+    def _execute(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
+        plan = self._plan(sql)
+        if isinstance(plan, ControlPlan):
+            return self._control(plan), None, -1
+        if isinstance(plan, (CreatePlan, DropPlan)):
+            return self._ddl(plan, sql), None, -1
+        if len(params) != plan.params:
+            raise ProgrammingError(describe(sql, f"the statement has {plan.params} parameter marker(s) but {len(params)} value(s) were given"))
+        if isinstance(plan, NativePlan):
+            return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+        implicit = self._autocommit and self._txn is None
+        txn = self._begin()
+        try:
+            if isinstance(plan, ReadPlan):
+                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()))
+            else:
+                outcome = self._write(plan, params, txn, sql)
+        except BaseException:
+            if implicit:
+                self._abandon(txn)
+            raise
+        if implicit:
+            self.commit()
+        return outcome
+
+    def _run(self, statement: str, engine_sql: str, values: list) -> tuple[Any, tuple | None, int]:
+        try:
+            cur = self._backend.execute(self._raw, engine_sql, values)
+        except Exception as error:
+            raise self._backend.translate(error, statement) from error
+        description = tuple(tuple(d) for d in cur.description) if cur.description else None
+        if description is not None:
+            rowcount = getattr(cur, "rowcount", -1)
+            return cur, description, rowcount if isinstance(rowcount, int) else -1
+        return None, None, self._affected(cur)
+
+    def _affected(self, cur: Any) -> int:
+        try:
+            return self._backend.affected(cur)
+        except Exception:
+            return -1
+
+    def _write(self, plan: WritePlan, params: tuple, txn: Transaction, statement: str) -> tuple[Any, tuple | None, int]:
+        context = txn.write_context()
+        if self.buffered_writes and not self._autocommit:
+            txn.buffered.append(BufferedWrite(plan, params, context, statement))
+            return None, None, -1
+        try:
+            count = run_write(self._backend, self._raw, plan, params, context, statement)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, statement) from error
+        txn.written.add(plan.table.name)
+        return None, None, count
+
+    def _flush_buffered(self, txn: Transaction) -> None:
+        pending, txn.buffered = txn.buffered, []
+        for write in pending:
+            txn.written.add(write.plan.table.name)  # rows may exist even if a check fails
+            try:
+                run_write(self._backend, self._raw, write.plan, write.params, write.context, write.statement)
+            except errors.Error:
+                raise
+            except Exception as error:
+                raise self._backend.translate(error, write.statement) from error
+
+    def _control(self, plan: ControlPlan) -> None:
+        if plan.action == "begin":
+            if self._txn is not None:
+                raise ProgrammingError("BEGIN inside an open transaction; COMMIT or ROLLBACK first")
+            self._begin()
+        elif plan.action == "commit":
+            self.commit()
+        else:
+            self.rollback()
+
+    def _ddl(self, plan: CreatePlan | DropPlan, statement: str) -> None:
+        if self._txn is not None:
+            raise NotSupportedError(describe(statement, "DDL inside a transaction is not supported: tique tables change shape only between transactions; COMMIT or ROLLBACK first"))
+        backend, raw = self._backend, self._raw
+        try:
+            with backend.atomic(raw):
+                if isinstance(plan, CreatePlan):
+                    exists = backend.rows(raw, "SELECT 1 FROM tq_tables WHERE name = $1", [plan.table.name])
+                    if exists:
+                        if plan.if_not_exists:
+                            return None
+                        raise ProgrammingError(describe(statement, f"table {plan.table.name!r} already exists"))
+                    for ddl in backend.physical_ddl(plan.table):
+                        backend.execute(raw, ddl, [])
+                    backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [plan.table.name, canonical_ddl(plan.table, backend.dialect)])
+                else:
+                    table = self._catalog.get(plan.name)
+                    if table is None:
+                        if plan.if_exists:
+                            return None
+                        raise ProgrammingError(describe(statement, f"table {plan.name!r} does not exist"))
+                    for ddl in backend.drop_ddl(table):
+                        backend.execute(raw, ddl, [])
+                    backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [plan.name])
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise backend.translate(error, statement) from error
+        finally:
+            self._load_catalog()
+        return None

@@ -1,0 +1,94 @@
+"""PEP 249 cursor: holds one result at a time and delegates the work to its connection."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from tique.errors import InterfaceError, NotSupportedError, ProgrammingError
+
+if TYPE_CHECKING:
+    from tique.connection import Connection
+
+
+class Cursor:
+    def __init__(self, connection: "Connection") -> None:
+        self._connection: Connection | None = connection
+        self._result: Any = None
+        self.description: tuple | None = None
+        self.rowcount = -1
+        self.arraysize = 1
+        self.lastrowid = None
+
+    @property
+    def connection(self) -> "Connection":
+        if self._connection is None:
+            raise InterfaceError("cursor is closed")
+        return self._connection
+
+    def _check_open(self) -> "Connection":
+        conn = self.connection
+        if conn.closed:
+            raise InterfaceError("connection is closed")
+        return conn
+
+    def execute(self, operation: str, parameters: Sequence[Any] | None = None) -> "Cursor":
+        conn = self._check_open()
+        if not isinstance(operation, str):
+            raise ProgrammingError(f"statement must be a str, not {type(operation).__name__}")
+        self._result, self.description, self.rowcount = None, None, -1
+        result, description, rowcount = conn._execute(operation, tuple(parameters) if parameters is not None else ())
+        self._result, self.description, self.rowcount = result, description, rowcount
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[Any]]) -> "Cursor":
+        total = 0
+        counted = True
+        for parameters in seq_of_parameters:
+            self.execute(operation, parameters)
+            if self.rowcount < 0:
+                counted = False
+            total += max(self.rowcount, 0)
+        self._result, self.description = None, None
+        self.rowcount = total if counted else -1
+        return self
+
+    def _rows(self) -> Any:
+        self._check_open()
+        if self._result is None:
+            raise ProgrammingError("no result set: the last statement returned no rows")
+        return self._result
+
+    def fetchone(self) -> tuple | None:
+        row = self._rows().fetchone()
+        return tuple(row) if row is not None else None
+
+    def fetchmany(self, size: int | None = None) -> list[tuple]:
+        return [tuple(r) for r in self._rows().fetchmany(self.arraysize if size is None else size)]
+
+    def fetchall(self) -> list[tuple]:
+        return [tuple(r) for r in self._rows().fetchall()]
+
+    def __iter__(self) -> Iterator[tuple]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def callproc(self, procname: str, parameters: Sequence[Any] = ()) -> None:
+        raise NotSupportedError("callproc is not supported; call the function in a SELECT")
+
+    def nextset(self) -> None:
+        raise NotSupportedError("a tique statement has one result set")
+
+    def setinputsizes(self, sizes: Any) -> None:
+        pass
+
+    def setoutputsize(self, size: int, column: int | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self._result = None
+        self._connection = None
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

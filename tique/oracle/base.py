@@ -1,0 +1,36 @@
+"""The oracle interface every backend implements.
+
+Invariants every oracle keeps:
+- transaction ids and commit timestamps are unique and increase;
+- the snapshot is the largest commit timestamp S such that every commit timestamp at
+  or below S has an outcome row (so it advances in commit order, and a transaction
+  that begins reads every commit at or below its start timestamp, and no other);
+- `publish` returns only once the snapshot has reached the given commit timestamp;
+- no wait is unbounded: an owner that holds a commit timestamp past the timeout is
+  aborted by inserting its abort outcome, which the owner's own commit marker then
+  loses to (the outcome table has one row per commit timestamp).
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Oracle(Protocol):
+    def begin(self, raw: Any) -> tuple[int, int]:
+        """A new transaction id and its start timestamp, registered for the checkpointer."""
+
+    def end(self, raw: Any, txid: int) -> None:
+        """A transaction that never took a commit timestamp is over."""
+
+    def take_commit_timestamp(self, raw: Any, txid: int) -> int:
+        """A commit timestamp, already logged in tq_committing when this returns."""
+
+    def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
+        """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
+
+    def stable_timestamp(self, raw: Any) -> int:
+        """At most the start timestamp of every running transaction, including one that
+        has taken its start timestamp but not yet registered it."""
+
+    def recover(self, raw: Any, force: bool) -> bool:
+        """Abort unfinished transactions and re-seed from the committed log; True if it ran."""

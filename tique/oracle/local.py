@@ -1,0 +1,111 @@
+"""In-process oracle for embedded engines (DuckDB), shared by every connection of one database.
+
+An embedded database is opened by one process, so the oracle's state lives in that
+process; on open it is re-seeded from the committed log (see `recover`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+AbortWriter = Callable[[Any, int, int], None]  # (raw, cts, txid): insert an abort outcome
+
+
+@dataclass
+class _Pending:
+    txid: int
+    deadline: float
+
+
+class LocalOracle:
+    def __init__(self, abort_writer: AbortWriter, log_committing: Callable[[Any, int, int], None], commit_timeout: float) -> None:
+        self._cond = threading.Condition()
+        self._abort_writer = abort_writer
+        self._log_committing = log_committing
+        self._commit_timeout = commit_timeout
+        self._next_txid = 1
+        self._next_cts = 1
+        self._snapshot = 0
+        self._active: dict[int, int] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._resolved: set[int] = set()
+
+    def seed(self, next_txid: int, last_cts: int) -> None:
+        with self._cond:
+            self._next_txid = max(self._next_txid, next_txid)
+            self._next_cts = max(self._next_cts, last_cts + 1)
+            self._snapshot = max(self._snapshot, last_cts)
+
+    @property
+    def snapshot(self) -> int:
+        with self._cond:
+            return self._snapshot
+
+    def begin(self, raw: Any) -> tuple[int, int]:
+        with self._cond:
+            txid = self._next_txid
+            self._next_txid += 1
+            self._active[txid] = self._snapshot
+            return txid, self._snapshot
+
+    def end(self, raw: Any, txid: int) -> None:
+        with self._cond:
+            self._active.pop(txid, None)
+
+    def take_commit_timestamp(self, raw: Any, txid: int) -> int:
+        with self._cond:
+            cts = self._next_cts
+            self._next_cts += 1
+            self._pending[cts] = _Pending(txid, time.monotonic() + self._commit_timeout)
+        self._log_committing(raw, txid, cts)
+        return cts
+
+    def _advance(self) -> None:
+        moved = False
+        while self._snapshot + 1 in self._resolved:
+            self._snapshot += 1
+            self._resolved.discard(self._snapshot)
+            moved = True
+        if moved:
+            self._cond.notify_all()
+
+    def _resolve(self, cts: int) -> None:
+        self._pending.pop(cts, None)
+        if cts > self._snapshot:
+            self._resolved.add(cts)
+        self._advance()
+
+    def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
+        with self._cond:
+            self._active.pop(txid, None)
+            self._resolve(cts)
+        while True:
+            with self._cond:
+                if self._snapshot >= cts:
+                    return
+                blocker = self._snapshot + 1
+                pending = self._pending.get(blocker)
+                if pending is None:  # resolved meanwhile, or a cts whose owner never logged it yet
+                    self._cond.wait(0.05)
+                    continue
+                remaining = pending.deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                stale = pending
+            # The owner held its commit timestamp past the timeout: abort it. If its
+            # commit marker got in first, the insert is a no-op and it stays committed.
+            self._abort_writer(raw, blocker, stale.txid)
+            with self._cond:
+                self._active.pop(stale.txid, None)
+                self._resolve(blocker)
+
+    def stable_timestamp(self, raw: Any) -> int:
+        with self._cond:
+            oldest = min(self._active.values(), default=self._snapshot)
+            return min(oldest, self._snapshot)
+
+    def recover(self, raw: Any, force: bool) -> bool:
+        return False

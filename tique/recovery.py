@@ -1,0 +1,51 @@
+"""Recovery (paper, section 2.4.2): unfinished transactions become aborts, and the oracle
+is re-seeded from the committed log. Idempotent: running it twice changes nothing more."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from tique.backends.base import Backend
+from tique.catalog import TableDef
+from tique.oracle.local import LocalOracle
+
+
+def recover(backend: Backend, raw: Any, tables: list[TableDef], *, force: bool, first_open: bool) -> bool:
+    """Runs recovery if the engine restarted (server backends) or the database was just
+    opened by this process (embedded backends), or always when `force`."""
+    if isinstance(backend.oracle, LocalOracle):
+        if not (first_open or force):
+            return False
+        _recover_local(backend, raw, tables)
+        return True
+    return backend.oracle.recover(raw, force)
+
+
+def _recover_local(backend: Backend, raw: Any, tables: list[TableDef]) -> None:
+    q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
+    # Everything that held a commit timestamp without an outcome is aborted.
+    backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, committed)
+        SELECT c.cts, c.txid, FALSE FROM tq_committing c
+        WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = c.cts)""", [])
+    # Cache rows of transactions that never got a commit marker will never be visible;
+    # record them as rolled back so the checkpointer purges them.
+    highest = 0
+    for table in tables:
+        backend.execute(raw, f"""INSERT INTO tq_rolled_back (txid)
+            SELECT DISTINCT c.tq_txid FROM {q(table.cache)} c
+            WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.txid = c.tq_txid)
+              AND NOT EXISTS (SELECT 1 FROM tq_rolled_back r WHERE r.txid = c.tq_txid)""", [])
+        (row,) = backend.rows(raw, f"SELECT coalesce(max(tq_txid), 0) FROM {q(table.cache)}", [])
+        highest = max(highest, int(row[0]))
+    (row,) = backend.rows(raw, """SELECT
+        coalesce((SELECT max(cts) FROM tq_committing), 0),
+        coalesce((SELECT max(cts) FROM tq_outcome), 0),
+        coalesce((SELECT max(txid) FROM tq_committing), 0),
+        coalesce((SELECT max(txid) FROM tq_outcome), 0),
+        coalesce((SELECT max(txid) FROM tq_rolled_back), 0)""", [])
+    last_cts = max(int(row[0]), int(row[1]))
+    highest = max(highest, int(row[2]), int(row[3]), int(row[4]))
+    oracle = backend.oracle
+    assert isinstance(oracle, LocalOracle)
+    oracle.seed(highest + 1, last_cts)

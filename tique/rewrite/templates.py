@@ -1,0 +1,104 @@
+"""Loads the SQL templates in sql/ and expands their markers for one table.
+
+Markers: `storage_table` and `cache_table` name the physical tables; `TQ_COLUMNS(a)`
+expands to the table's columns (qualified by `a` when given); `TQ_KEY(a)` to its key
+columns; `TQ_KEY_MATCH(a, b)` to equality of the two sides' keys; `TQ_KEY_HASH(a)` to
+the engine's write-set hash of the key. `:tq_*` placeholders are per-transaction values.
+"""
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import sqlglot
+from sqlglot import exp
+
+from tique.catalog import TableDef
+
+TEMPLATE_DIALECT = "duckdb"
+KeyHash = Callable[[str, list[exp.Expression]], exp.Expression]
+
+
+def sql_dir() -> Path:
+    """Installed wheels carry sql/ inside the package; a source checkout has it beside tique/."""
+    packaged = resources.files("tique") / "sql"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "sql"
+
+
+@functools.cache
+def template_text(name: str) -> str:
+    return (sql_dir() / name).read_text()
+
+
+@functools.cache
+def _parsed(name: str) -> tuple[exp.Expression, ...]:
+    trees = tuple(t for t in sqlglot.parse(template_text(name), read=TEMPLATE_DIALECT) if t is not None)
+    for tree in trees:  # the comments document the files; they would only bloat every statement
+        for node in tree.walk():
+            node.comments = None
+    return trees
+
+
+def template(name: str) -> list[exp.Expression]:
+    return [t.copy() for t in _parsed(name)]
+
+
+def quoted(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def column(name: str, qualifier: str | None = None) -> exp.Column:
+    return exp.Column(this=quoted(name), table=quoted(qualifier) if qualifier else None)
+
+
+def _qualifier(call: exp.Anonymous, i: int = 0) -> str | None:
+    args = call.expressions
+    return args[i].name if len(args) > i else None
+
+
+def key_match(table: TableDef, left: str, right: str) -> exp.Expression:
+    return exp.and_(*[exp.EQ(this=column(k, left), expression=column(k, right)) for k in table.key])
+
+
+def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash) -> exp.Expression:
+    """Expands every marker of a parsed template for `table`, projecting `columns`."""
+    names = {"storage_table": table.storage, "cache_table": table.cache}
+    for t in tree.find_all(exp.Table):
+        if t.name in names:
+            t.set("this", quoted(names[t.name]))
+    for col in tree.find_all(exp.Column):
+        if col.table in names:
+            col.set("table", quoted(names[col.table]))
+
+    def splice(items: list) -> list:
+        out = []
+        for item in items:
+            if isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_COLUMNS":
+                out.extend(column(c, _qualifier(item)) for c in columns)
+            elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_KEY":
+                out.extend(column(k, _qualifier(item)) for k in table.key)
+            else:
+                out.append(item)
+        return out
+
+    for node in list(tree.walk()):
+        for key, value in list(node.args.items()):
+            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in ("TQ_COLUMNS", "TQ_KEY") for v in value):
+                node.set(key, splice(value))
+    for call in list(tree.find_all(exp.Anonymous)):
+        upper = call.name.upper()
+        if upper == "TQ_KEY_MATCH":
+            left, right = _qualifier(call, 0), _qualifier(call, 1)
+            right = names.get(right, right)
+            call.replace(exp.paren(key_match(table, left, right)) if len(table.key) > 1 else key_match(table, left, right))
+        elif upper == "TQ_KEY_HASH":
+            call.replace(key_hash(table.name, [column(k, _qualifier(call)) for k in table.key]))
+    return tree
+
+
+def table_template(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash) -> list[exp.Expression]:
+    return [expand(t, table, columns, key_hash) for t in template(name)]

@@ -1,0 +1,205 @@
+"""Writes: INSERT, UPDATE and DELETE on a tique table become INSERTs into its cache.
+
+Each write statement owns two statement sequence numbers: `tq_seq_tomb` for the
+tombstones of keys it moves away from and `tq_seq_write` for the versions it writes.
+Reads inside the statement see the transaction's own writes before it (`tq_seq_limit`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from tique.catalog import ROWID, TableDef, normalize
+from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.rewrite.reads import Lookup, replace_tables
+from tique.rewrite.snapshot import Formulation, snapshot
+from tique.rewrite.templates import KeyHash, column, quoted
+
+NEW = "tq_new"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The cache inserts of one write, which of them yields the rowcount, and its checks."""
+
+    table: TableDef
+    inserts: tuple[exp.Expression, ...]
+    rowcount_index: int
+    validation: exp.Expression | None
+    undo: exp.Expression
+
+
+def _param(name: str, type_: str = "BIGINT") -> exp.Expression:
+    return exp.cast(exp.Placeholder(this=name), type_)
+
+
+def _metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
+    return [_param("tq_txid"), _param(seq_param, "INTEGER"), exp.Boolean(this=deleted)]
+
+
+def _cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
+    columns = [quoted(c) for c in table.physical_columns] + [quoted("tq_txid"), quoted("tq_seq"), quoted("tq_deleted")]
+    target = exp.Schema(this=exp.Table(this=quoted(table.cache)), expressions=columns)
+    return exp.Insert(this=target, expression=source)
+
+
+def _rowid_default(table: TableDef) -> exp.Expression:
+    return exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)])
+
+
+def _undo(table: TableDef) -> exp.Expression:
+    return exp.delete(exp.Table(this=quoted(table.cache))).where(
+        exp.and_(
+            exp.EQ(this=column("tq_txid"), expression=_param("tq_txid")),
+            exp.In(this=column("tq_seq"), expressions=[_param("tq_seq_tomb", "INTEGER"), _param("tq_seq_write", "INTEGER")]),
+        )
+    )
+
+
+def _written_rows(table: TableDef, alias: str) -> exp.Select:
+    return (
+        exp.select("*")
+        .from_(exp.Table(this=quoted(table.cache), alias=exp.TableAlias(this=quoted(alias))))
+        .where(exp.and_(
+            exp.EQ(this=column("tq_txid", alias), expression=_param("tq_txid")),
+            exp.EQ(this=column("tq_seq", alias), expression=_param("tq_seq_write", "INTEGER")),
+        ))
+    )
+
+
+def _count(query: exp.Select) -> exp.Subquery:
+    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted")))))
+
+
+def validation(table: TableDef, key_hash: KeyHash, *, check_keys: bool, not_null: tuple[str, ...]) -> exp.Expression | None:
+    """One query counting (NULLs in NOT NULL columns, duplicate keys written, keys already present)."""
+    if not check_keys and not not_null:
+        return None
+    zero = exp.Literal.number(0)
+    nulls: exp.Expression = zero
+    if not_null:
+        nulls = _count(_written_rows(table, "n").where(exp.or_(*[exp.Is(this=column(c, "n"), expression=exp.Null()) for c in not_null])).select(exp.Literal.number(1), append=False))
+    duplicates: exp.Expression = zero
+    existing: exp.Expression = zero
+    if check_keys and not table.hidden_rowid:
+        grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
+                   .where(exp.not_(column("tq_deleted", "n")))
+                   .group_by(*[column(k, "n") for k in table.key])
+                   .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+        duplicates = _count(grouped)
+        before = snapshot(table, Formulation.RANK, key_hash, physical=True)
+        for p in before.find_all(exp.Placeholder):
+            if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
+                p.set("this", "tq_seq_write")
+        present = exp.Exists(this=exp.select(exp.Literal.number(1))
+                             .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
+                             .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))
+        existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
+                          .where(exp.not_(column("tq_deleted", "n"))).where(present))
+    return exp.select(
+        exp.alias_(nulls, "null_violations"), exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"),
+    )
+
+
+def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+    for unsupported in ("conflict", "returning", "overwrite", "alternative", "by_name", "partition", "where"):
+        if tree.args.get(unsupported):
+            raise NotSupportedError(describe(statement, f"INSERT with {unsupported.upper().replace('_', ' ')} is not supported on tique tables"))
+    target = tree.this
+    if isinstance(target, exp.Schema):
+        listed = [normalize(c.name) for c in target.expressions]
+    else:
+        listed = list(table.user_columns)
+    unknown = [c for c in listed if c not in table.user_columns]
+    if unknown:
+        raise ProgrammingError(describe(statement, f"table {table.name} has no column {unknown[0]!r}"))
+    source = tree.expression
+    width = len(listed)
+    if isinstance(source, exp.Values):
+        for row in source.expressions:
+            if len(row.expressions) != width:
+                raise ProgrammingError(describe(statement, f"INSERT has {len(row.expressions)} values for {width} columns"))
+        derived: exp.Expression = exp.Values(expressions=[r.copy() for r in source.expressions],
+                                             alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
+        derived = replace_tables(derived, lookup, formulation, key_hash)
+    elif isinstance(source, exp.Query):
+        query = replace_tables(source.copy(), lookup, formulation, key_hash)
+        derived = exp.Subquery(this=query, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
+    elif source is None:
+        raise NotSupportedError(describe(statement, "INSERT ... DEFAULT VALUES is not supported on tique tables"))
+    else:
+        raise NotSupportedError(describe(statement, f"INSERT from {source.key.upper()} is not supported on tique tables"))
+    projections: list[exp.Expression] = []
+    for col in table.columns:
+        if col.name in listed:
+            projections.append(column(col.name, NEW))
+        elif col.default is not None:
+            projections.append(col.default.copy())
+        else:
+            projections.append(exp.Null())
+    if table.hidden_rowid:
+        projections.append(_rowid_default(table))
+    select = exp.select(*projections, *_metadata("tq_seq_write", False)).from_(derived)
+    not_null = tuple(c.name for c in table.columns if c.not_null)
+    return WritePlan(table, (_cache_insert(table, select),), 0,
+                     validation(table, key_hash, check_keys=True, not_null=not_null), _undo(table))
+
+
+def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
+    ref = tree.this
+    alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
+    snap = exp.Subquery(this=snapshot(table, formulation if formulation is not Formulation.AUTO else _auto(table, tree), key_hash, physical=True),
+                        alias=exp.TableAlias(this=quoted(alias)))
+    select = exp.select().from_(snap)
+    extra = []
+    if isinstance(tree, exp.Update) and tree.args.get("from"):
+        extra.append(tree.args["from"].this)
+        extra.extend(j.this for j in tree.args["from"].args.get("joins") or [])
+    if isinstance(tree, exp.Delete) and tree.args.get("using"):
+        extra.extend(tree.args["using"])
+    for source in extra:
+        select = select.join(replace_tables(source.copy(), lookup, formulation, key_hash), join_type="cross")
+    where = tree.args.get("where")
+    if where is not None:
+        select = select.where(replace_tables(where.this.copy(), lookup, formulation, key_hash))
+    return select, alias
+
+
+def _auto(table: TableDef, tree: exp.Expression) -> Formulation:
+    from tique.rewrite.snapshot import _equality_columns
+    pinned = _equality_columns(tree.args.get("where"), tree.this.alias_or_name)
+    return Formulation.RANK if set(table.key) <= pinned else Formulation.SCAN
+
+
+def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+    for unsupported in ("returning", "order", "limit"):
+        if tree.args.get(unsupported):
+            raise NotSupportedError(describe(statement, f"UPDATE with {unsupported.upper()} is not supported on tique tables"))
+    assignments: dict[str, exp.Expression] = {}
+    for assignment in tree.expressions:
+        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
+            raise NotSupportedError(describe(statement, f"assignment {assignment.sql(dialect)!r} is not supported; use SET column = expression"))
+        name = normalize(assignment.this.name)
+        if name not in table.user_columns:
+            raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
+        assignments[name] = replace_tables(assignment.expression.copy(), lookup, formulation, key_hash)
+    source, alias = _target_source(tree, table, lookup, formulation, key_hash)
+    new_values = [assignments.get(c, column(c, alias)) if c != ROWID else column(ROWID, alias) for c in table.physical_columns]
+    moves_key = any(k in assignments for k in table.key)
+    inserts: list[exp.Expression] = []
+    if moves_key:
+        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
+        inserts.append(_cache_insert(table, tombstones))
+    inserts.append(_cache_insert(table, source.select(*new_values, *_metadata("tq_seq_write", False))))
+    not_null = tuple(c.name for c in table.columns if c.not_null and c.name in assignments)
+    return WritePlan(table, tuple(inserts), 0, validation(table, key_hash, check_keys=moves_key, not_null=not_null), _undo(table))
+
+
+def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+    for unsupported in ("returning", "order", "limit"):
+        if tree.args.get(unsupported):
+            raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
+    source, alias = _target_source(tree, table, lookup, formulation, key_hash)
+    select = source.select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_write", True))
+    return WritePlan(table, (_cache_insert(table, select),), 0, None, _undo(table))

@@ -1,0 +1,132 @@
+"""One tique transaction and its commit protocol.
+
+Commit of a writer, in order (each step an autocommitted engine statement):
+1. log the write-set (hashed keys of every written table) in tq_write_sets;
+2. take a commit timestamp from the oracle, which logs it in tq_committing;
+3. certify: one join of our write-set against every transaction holding a commit
+   timestamp above our start timestamp and not aborted (first committer wins);
+4. insert the outcome row (commit marker): the single atomic commit point;
+5. publish: the oracle advances the snapshot past our commit timestamp in commit
+   order, and commit returns only once transactions that begin later see it.
+Steps 1-2 precede 3 in every transaction, so of two overlapping writers of a key the
+one that certifies second always sees the other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from tique.backends.base import Backend
+from tique.catalog import TableDef
+from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
+from tique.rewrite.params import Compiled
+from tique.rewrite.templates import table_template, template
+
+
+@dataclass
+class BufferedWrite:
+    plan: Any
+    params: tuple
+    context: dict[str, int]
+    statement: str
+
+
+@dataclass
+class Transaction:
+    txid: int
+    sts: int
+    next_seq: int = 1
+    written: set[str] = field(default_factory=set)
+    buffered: list[BufferedWrite] = field(default_factory=list)
+
+    def context(self) -> dict[str, int]:
+        return {"tq_txid": self.txid, "tq_sts": self.sts, "tq_seq_limit": self.next_seq}
+
+    def write_context(self) -> dict[str, int]:
+        base = self.next_seq
+        self.next_seq += 2
+        return {"tq_txid": self.txid, "tq_sts": self.sts, "tq_seq_limit": base, "tq_seq_tomb": base, "tq_seq_write": base + 1}
+
+
+class CommitStatements:
+    """Compiled commit-path SQL for one backend, built once per written-table set."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._write_sets: dict[frozenset[str], Compiled] = {}
+        (certify,) = template("common/certify.sql")
+        self.certify = backend.compile(certify)
+        self.outcome = backend.compile(exp.insert(
+            exp.select(exp.Placeholder(this="tq_cts"), exp.Placeholder(this="tq_txid"), exp.Placeholder(this="tq_committed")),
+            "tq_outcome", columns=["cts", "txid", "committed"]))
+        self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
+
+    def write_set(self, tables: list[TableDef]) -> Compiled:
+        key = frozenset(t.name for t in tables)
+        compiled = self._write_sets.get(key)
+        if compiled is None:
+            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in sorted(tables, key=lambda t: t.name)]
+            union = parts[0]
+            for part in parts[1:]:
+                union = exp.union(union, part, distinct=False)
+            compiled = self.backend.compile(exp.insert(union, "tq_write_sets", columns=["txid", "key_hash"]))
+            self._write_sets[key] = compiled
+        return compiled
+
+
+def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dict[str, int], statement: str) -> int:
+    """Runs a write's cache inserts and checks; on any failure its rows are removed again."""
+    try:
+        counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
+        if plan.validation is not None:
+            (nulls, duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
+            problem = None
+            if nulls:
+                problem = f"NULL in a NOT NULL column of {plan.table.name} ({nulls} row(s))"
+            elif duplicates or existing:
+                key = ", ".join(plan.table.key)
+                problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
+            if problem:
+                raise IntegrityError(describe(statement, problem))
+    except BaseException:
+        try:
+            backend.execute(raw, plan.undo.sql, plan.undo.values(params, context))
+        except Exception:  # the original error matters more; the rows stay invisible and are purged on rollback
+            pass
+        raise
+    return counts[0]
+
+
+def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, faults: frozenset[str] = frozenset()) -> None:
+    oracle = backend.oracle
+    ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts}
+    ws = sql.write_set(tables)
+    backend.execute(raw, ws.sql, ws.values((), ctx))
+    cts = oracle.take_commit_timestamp(raw, txn.txid)
+    ctx = {**ctx, "tq_cts": cts}
+    try:
+        conflict = "no-certify" not in faults and bool(backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx)))
+        lost = False  # True when a timeout resolver's abort marker beat our commit marker
+        try:
+            backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": not conflict}))
+        except Exception as error:
+            if not backend.is_unique_violation(error):
+                raise
+            lost = True
+    except BaseException as error:
+        # Outcome unknown to us: make sure it is an abort, so nobody waits on it.
+        try:
+            backend.insert_abort_outcome(raw, cts, txn.txid)
+            oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+        except Exception:
+            pass
+        if isinstance(error, Exception) and not isinstance(error, OperationalError):
+            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+        raise
+    oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+    if lost:
+        raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({backend.commit_timeout}s) and another client resolved it as aborted")
+    if conflict:
+        raise SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")
