@@ -1,0 +1,43 @@
+"""A tique client that kills itself (SIGKILL) at a chosen point of its commit.
+
+Run as a separate process by the recovery tests: it updates `kv`, then commits, and
+its engine statements are watched so the process dies right before or right after the
+commit marker (the tq_outcome insert), or after writing without committing at all.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+
+import tique
+
+COMMIT_MARKER = re.compile(r'\s*INSERT\s+INTO\s+"?tq_outcome"?', re.IGNORECASE)
+
+
+def main(url: str, point: str, key: int, value: str) -> None:
+    conn = tique.connect(url)
+    backend = conn.backend
+    original = backend.execute
+
+    def execute(raw, sql, params):  # type: ignore[no-untyped-def]
+        marker = COMMIT_MARKER.match(sql) is not None
+        if marker and point == "before-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original(raw, sql, params)
+        if marker and point == "after-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    backend.execute = execute  # type: ignore[method-assign]
+    cur = conn.cursor()
+    cur.execute("UPDATE kv SET v = ? WHERE k = ?", (value, key))
+    if point == "before-commit":
+        os.kill(os.getpid(), signal.SIGKILL)
+    conn.commit()
+    raise SystemExit("unreachable: the process should have been killed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])
