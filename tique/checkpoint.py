@@ -127,3 +127,11 @@ def stop_background_checkpointer(backend: Backend) -> None:
         running = _background.pop(backend, None)
     if running is not None:
         running.stop()
+
+
+def stop_all_background_checkpointers() -> None:
+    with _background_lock:
+        running = list(_background.values())
+        _background.clear()
+    for thread in running:
+        thread.stop()

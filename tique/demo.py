@@ -110,7 +110,13 @@ def run_tique(url: str, threads: int, seconds: float, accounts: int = ACCOUNTS) 
         conn = tique.connect(url)
         return conn.cursor(), conn.commit, conn.rollback, tique.SerializationFailure
 
-    return _run("tique-duckdb", open_client, total, threads, seconds, accounts)
+    try:
+        return _run("tique-duckdb", open_client, total, threads, seconds, accounts)
+    finally:
+        from tique.checkpoint import stop_background_checkpointer
+
+        stop_background_checkpointer(setup.backend)
+        setup.close()
 
 
 def run_native(path: str, threads: int, seconds: float, accounts: int = ACCOUNTS) -> RunResult:
@@ -143,4 +149,7 @@ def run_native(path: str, threads: int, seconds: float, accounts: int = ACCOUNTS
 
         return Cursor(), commit, rollback, duckdb.TransactionException
 
-    return _run("native-duckdb", open_client, total, threads, seconds, accounts)
+    try:
+        return _run("native-duckdb", open_client, total, threads, seconds, accounts)
+    finally:
+        base.close()

@@ -1,6 +1,7 @@
 """One module per engine; `open_database` picks one by URL scheme."""
 from __future__ import annotations
 
+import atexit
 import threading
 from urllib.parse import urlsplit
 
@@ -31,9 +32,28 @@ def open_database(url: str, **options: object) -> Backend:
         return backend
 
 
+@atexit.register
+def _close_all() -> None:
+    """Closes embedded databases before the interpreter tears their bindings down."""
+    from tique.checkpoint import stop_all_background_checkpointers
+
+    stop_all_background_checkpointers()
+    with _lock:
+        backends = list(_databases.values())
+        _databases.clear()
+    for backend in backends:
+        try:
+            backend.close()
+        except Exception:
+            pass
+
+
 def forget_database(url: str) -> None:
     """Drops the process-wide backend, as a process exit would (used by recovery tests)."""
     with _lock:
         backend = _databases.pop(url, None)
     if backend is not None:
+        from tique.checkpoint import stop_background_checkpointer
+
+        stop_background_checkpointer(backend)
         backend.close()

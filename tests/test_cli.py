@@ -1,0 +1,73 @@
+"""The `tique` command: adopt, checkpoint, overhead and the demo, run for real."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import tique
+from tique.cli import main
+
+
+def test_adopt_keeps_every_row(url: str, connect: Callable[..., tique.Connection], native: Callable[[str], list[tuple]]) -> None:
+    conn = connect(static_tables=["keyed", "loose"])
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE keyed (a INTEGER, b INTEGER, note VARCHAR, PRIMARY KEY (a, b))")
+    cur.execute("CREATE TABLE loose (x INTEGER, y VARCHAR)")
+    cur.executemany("INSERT INTO keyed VALUES (?, ?, ?)", [(i, i % 3, f"n{i}") for i in range(50)])
+    cur.executemany("INSERT INTO loose VALUES (?, ?)", [(i % 5, "dup") for i in range(40)])
+    assert main(["adopt", url, "keyed", "loose"]) == 0
+
+    fresh = connect()
+    assert set(fresh.tables) >= {"keyed", "loose"}
+    assert fresh.tables["keyed"].key == ("a", "b")
+    assert fresh.tables["loose"].hidden_rowid
+    c = fresh.cursor()
+    c.execute("SELECT count(*), sum(a) FROM keyed")
+    assert c.fetchone() == (50, sum(range(50)))
+    c.execute("SELECT count(*) FROM loose WHERE y = 'dup'")
+    assert c.fetchone() == (40,)
+    c.execute("UPDATE loose SET y = 'one' WHERE x = 0")
+    assert c.rowcount == 8
+    c.execute("INSERT INTO loose VALUES (9, 'added')")
+    fresh.commit()
+    c.execute("SELECT count(*) FROM loose")
+    assert c.fetchone() == (41,)
+    fresh.commit()
+    with pytest.raises(tique.IntegrityError):
+        c.execute("INSERT INTO keyed VALUES (1, 1, 'again')")
+    fresh.rollback()
+    assert native("SELECT count(*) FROM keyed_storage") == [(50,)]
+
+
+def test_adopt_refuses_unknown_tables(url: str, connect: Callable[..., tique.Connection]) -> None:
+    connect()
+    assert main(["adopt", url, "no_such_table"]) == 1
+
+
+def test_checkpoint_command(url: str, connect: Callable[..., tique.Connection], native: Callable[[str], list[tuple]], capsys: pytest.CaptureFixture[str]) -> None:
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
+    cur.executemany("INSERT INTO t VALUES (?, ?)", [(i, i) for i in range(10)])
+    conn.commit()
+    assert main(["checkpoint", url]) == 0
+    assert "moved=10" in capsys.readouterr().out
+    assert native("SELECT count(*) FROM t_cache") == [(0,)]
+    assert main(["checkpoint", url, "--every", "5", "--rounds", "3"]) == 0
+    assert capsys.readouterr().out.count("checkpoint:") == 3
+
+
+def test_overhead_prints_round_trips(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["overhead", "--url", url, "--repeats", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "driver overhead per statement" in out
+    assert "read-only transaction, 1 point read" in out
+
+
+def test_demo_conserves_money(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--seconds", "1.5", "--threads", "3", "--accounts", "50", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "tique-duckdb" in out and "native-duckdb" in out
+    assert "NO" not in out
