@@ -124,8 +124,9 @@ def canonical_ddl(table: TableDef, dialect: str) -> str:
             constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
         if c.default is not None:
             constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=c.default.copy())))
-        defs.append(exp.ColumnDef(this=exp.to_identifier(c.name), kind=exp.DataType.build(c.type_sql, dialect=dialect), constraints=constraints))
+        defs.append(exp.ColumnDef(this=exp.to_identifier(c.name, quoted=True), kind=exp.DataType.build(c.type_sql, dialect=dialect), constraints=constraints))
     if not table.hidden_rowid:
-        defs.append(exp.PrimaryKey(expressions=[exp.to_identifier(k) for k in table.key]))
-    create = exp.Create(this=exp.Schema(this=exp.to_table(table.name), expressions=defs), kind="TABLE")
+        defs.append(exp.PrimaryKey(expressions=[exp.to_identifier(k, quoted=True) for k in table.key]))
+    # Quoted, so names that are reserved words (a column "order") parse back in every dialect.
+    create = exp.Create(this=exp.Schema(this=exp.Table(this=exp.to_identifier(table.name, quoted=True)), expressions=defs), kind="TABLE")
     return create.sql(dialect)

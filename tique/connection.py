@@ -29,6 +29,12 @@ def _shared_commit_statements(backend: Backend) -> CommitStatements:
         return found
 
 
+def _forget_commit_statements(backend: Backend) -> None:
+    """Commit SQL is compiled per table shape; a table's shape changed, so compile it afresh."""
+    with _commit_statements_lock:
+        _commit_statements.pop(backend, None)
+
+
 def _release(backend: Backend, raw: Any, holder: list) -> None:
     """Finalizer: a connection dropped with a transaction open rolls it back."""
     txn = holder[0] if holder else None
@@ -74,7 +80,10 @@ class Connection:
     ) -> None:
         self.url = url
         self._backend = open_database(url, commit_timeout=commit_timeout)
-        self._raw = self._backend.open()
+        try:
+            self._raw = self._backend.open()
+        except Exception as error:
+            raise self._backend.translate(error, f"connect to {url}") from error
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)
@@ -87,10 +96,11 @@ class Connection:
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
             self._setup()
-        except BaseException:
+        except BaseException as error:
             self._finalizer()
+            if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                raise self._backend.translate(error, f"connect to {url}") from error
             raise
-        self._commit_sql = _shared_commit_statements(self._backend)
         if checkpoint_interval_ms is not None:
             from tique.checkpoint import ensure_background_checkpointer
             ensure_background_checkpointer(self._backend, checkpoint_interval_ms / 1000.0)
@@ -110,8 +120,22 @@ class Connection:
 
     def _load_catalog(self) -> None:
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
+        self._catalog_ddl = dict(rows)
         self._catalog = {name: parse_catalog_row(ddl, self._backend.dialect) for name, ddl in rows}
         self._plans.clear()
+
+    def _catalog_changed(self) -> bool:
+        """Reloads the catalog when another client created, dropped or redefined a table since we read it."""
+        rows = dict(self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", []))
+        if rows == self._catalog_ddl:
+            return False
+        self._load_catalog()
+        _forget_commit_statements(self._backend)
+        return True
+
+    @property
+    def _commit_sql(self) -> CommitStatements:
+        return _shared_commit_statements(self._backend)
 
     def _lookup(self, name: str) -> TableDef | None:
         return self._catalog.get(name)
@@ -174,8 +198,10 @@ class Connection:
         except errors.SerializationFailure:
             self._txn = None
             raise
-        except BaseException:
+        except BaseException as error:
             self._abandon(txn)
+            if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                raise self._backend.translate(error, "COMMIT") from error
             raise
         self._txn = None
 
@@ -235,6 +261,7 @@ class Connection:
             rows = self._backend.rows(self._raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
             if rows:
                 found = self._catalog[name] = parse_catalog_row(rows[0][0], self._backend.dialect)
+                self._catalog_ddl[name] = rows[0][0]
         return found
 
     def _is_physical(self, name: str) -> bool:
@@ -251,6 +278,24 @@ class Connection:
         return txn
 
     def _execute(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
+        try:
+            return self._execute_once(sql, params)
+        except ProgrammingError as error:
+            # Plans follow the catalog as this connection last read it; if another client has
+            # since dropped or redefined a table, plan again from the database and retry once
+            # (a failed statement leaves nothing behind, so running it again is safe). Never
+            # COMMIT: its transaction is gone, and a second try would report success.
+            if isinstance(self._plans.get((sql, self.snapshot_formulation)), ControlPlan):
+                raise
+            try:
+                changed = self._catalog_changed()
+            except Exception:
+                raise error from None
+            if not changed:
+                raise
+        return self._execute_once(sql, params)
+
+    def _execute_once(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
         plan = self._plan(sql)
         if isinstance(plan, ControlPlan):
             return self._control(plan), None, -1
@@ -280,7 +325,7 @@ class Connection:
             cur = self._backend.execute(self._raw, engine_sql, values)
         except Exception as error:
             raise self._backend.translate(error, statement) from error
-        description = tuple(tuple(d) for d in cur.description) if cur.description else None
+        description = self._backend.description(cur)
         if description is not None:
             rowcount = getattr(cur, "rowcount", -1)
             return cur, description, rowcount if isinstance(rowcount, int) else -1
@@ -343,7 +388,8 @@ class Connection:
                         backend.execute(raw, ddl, [])
                     backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [plan.table.name, canonical_ddl(plan.table, backend.dialect)])
                 else:
-                    table = self._catalog.get(plan.name)
+                    found = backend.rows(raw, "SELECT ddl FROM tq_tables WHERE name = $1", [plan.name])
+                    table = parse_catalog_row(found[0][0], backend.dialect) if found else None
                     if table is None:
                         if plan.if_exists:
                             return None
@@ -357,4 +403,5 @@ class Connection:
             raise backend.translate(error, statement) from error
         finally:
             self._load_catalog()
+            _forget_commit_statements(backend)
         return None

@@ -4,17 +4,19 @@ A plan holds compiled SQL with numbered markers; executing it only binds values.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Union
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.params import Compiled, normalize_placeholders, number_qmarks
+from tique.rewrite.params import USER_PREFIX, Compiled, normalize_placeholders, number_qmarks
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.writes import rewrite_delete, rewrite_insert, rewrite_update
@@ -70,11 +72,13 @@ def parse_one(sql: str, dialect: str) -> exp.Expression:
         trees = [t for t in sqlglot.parse(number_qmarks(sql, dialect), read=dialect) if t is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
+        where = ""
+        if first.get("line") is not None and first.get("col") is not None:
+            where = f" at line {first['line']}, column {_qmark_column(sql, dialect, first['line'], first['col'])}"
         cause = first.get("description") or str(error)
         raise ProgrammingError(describe(sql, f"syntax error{where}: {cause}")) from None
     except TokenError as error:
-        raise ProgrammingError(describe(sql, f"syntax error: {error}")) from None
+        raise ProgrammingError(describe(sql, f"syntax error{_token_error_position(error, sql)}")) from None
     if not trees:
         raise ProgrammingError(describe(sql, "empty statement"))
     if len(trees) > 1:
@@ -82,11 +86,63 @@ def parse_one(sql: str, dialect: str) -> exp.Expression:
     return trees[0]
 
 
+def _qmark_column(sql: str, dialect: str, line: int, col: int) -> int:
+    """The parser saw `$n` where the application wrote `?`; maps its column back to the application's text."""
+    shift = 0
+    n = 0
+    for token in sqlglot.tokenize(sql, read=dialect):
+        if token.token_type == TokenType.PLACEHOLDER and sql[token.start:token.end + 1] == "?":
+            n += 1
+            if token.line == line and token.col + shift < col:
+                shift += len(str(n))
+    return col - shift
+
+
+def _token_error_position(error: TokenError, sql: str) -> str:
+    """Where an unterminated string or identifier starts, else the end (an unterminated comment).
+
+    sqlglot says "Missing ' from <line>:<offset>", the offset counted from the start of the statement.
+    """
+    found = re.search(r"Missing (.+) from \d+:(\d+)", str(error.__cause__ or ""))
+    offset = min(int(found.group(2)), len(sql)) if found else len(sql)
+    line = sql.count("\n", 0, offset) + 1
+    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    if found:
+        return f" at line {line}, column {column}: no closing {found.group(1)}"
+    return f" at line {line}, column {column}: unterminated comment, string or identifier at the end of the statement"
+
+
 def _target_name(tree: exp.Expression) -> str | None:
-    table = tree.this.find(exp.Table) if isinstance(tree.this, exp.Schema) else tree.this
+    return _plain_name(tree.this.find(exp.Table) if isinstance(tree.this, exp.Schema) else tree.this)
+
+
+def _plain_name(table: exp.Expression | None) -> str | None:
+    """The normalized name of an unqualified table reference (qualified ones are never tique tables)."""
     if not isinstance(table, exp.Table) or table.args.get("db"):
         return None
     return normalize(table.name)
+
+
+def _dropped_tables(tree: exp.Drop) -> list[exp.Expression]:
+    """The tables a DROP names: newer sqlglot keeps them all in `tables`, older ones in `this` + `expressions`."""
+    tables = tree.args.get("tables")
+    if tables:
+        return list(tables)
+    return [t for t in (tree.this, *(tree.expressions or [])) if t is not None]
+
+
+def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
+    """Gives each unaliased tique table reference its own name, exactly as written, as alias.
+
+    The snapshot subquery replacing a reference carries its alias; spelling it as the
+    application did (quoted or not) keeps names like "order" valid SQL. An INSERT's
+    target is no reference and stays as it is.
+    """
+    target = tree.this.this if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema) else tree.this
+    for ref, _ in referenced_tables(tree, lookup):
+        if ref.args.get("alias") or (isinstance(tree, exp.Insert) and ref is target):
+            continue
+        ref.set("alias", exp.TableAlias(this=ref.this.copy()))
 
 
 def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
@@ -95,8 +151,12 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         params = normalize_placeholders(tree)
     except ValueError as error:
         raise ProgrammingError(describe(sql, str(error))) from None
+    if any(p.this == f"{USER_PREFIX}0" for p in tree.find_all(exp.Placeholder)):
+        raise ProgrammingError(describe(sql, "parameter marker $0: numeric markers count from $1"))
     key_hash = backend.key_hash
 
+    if isinstance(tree, exp.Update) and not tree.expressions:
+        raise ProgrammingError(describe(sql, "syntax error: UPDATE without SET assignments"))
     if isinstance(tree, exp.Transaction):
         return ControlPlan("begin")
     if isinstance(tree, exp.Commit):
@@ -113,12 +173,15 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
             table = table_def_from_create(tree, backend.dialect, sql)
             return CreatePlan(table, bool(tree.args.get("exists")))
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
-        name = _target_name(tree)
-        if name is not None and lookup(name) is not None:
-            if len(tree.expressions or []) > 1:
+        dropped = _dropped_tables(tree)
+        names = [_plain_name(t) for t in dropped]
+        if any(n is not None and lookup(n) is not None for n in names):
+            if len(dropped) > 1:
                 raise NotSupportedError(describe(sql, "drop one tique table per statement"))
-            return DropPlan(name, bool(tree.args.get("exists")))
+            return DropPlan(names[0], bool(tree.args.get("exists")))
 
+    if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
+        _alias_as_written(tree, lookup)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)

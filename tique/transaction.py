@@ -125,7 +125,16 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
-    oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+    try:
+        oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+    except BaseException as error:
+        # The outcome row for cts is in, so the transaction is decided and nothing is left
+        # to roll back: a rollback mark would let the checkpointer purge committed versions.
+        txn.written.clear()
+        if isinstance(error, Exception) and not isinstance(error, OperationalError):
+            state = "committed" if not (lost or conflict) else "aborted"
+            raise OperationalError(f"transaction {txn.txid} is {state}, but waiting for its commit timestamp {cts} to become visible failed: {error}") from error
+        raise
     if lost:
         raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({backend.commit_timeout}s) and another client resolved it as aborted")
     if conflict:

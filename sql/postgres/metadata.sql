@@ -26,10 +26,16 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tq_ended (txid BIGINT PRIMARY KEY);
 -- Begin: a transaction id and the current snapshot, registered atomically with
 -- respect to tq_stable (shared latch), so the checkpointer never misses a reader.
 CREATE OR REPLACE FUNCTION tq_begin(OUT o_txid BIGINT, OUT o_sts BIGINT) LANGUAGE plpgsql AS $$
+DECLARE s BIGINT;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(7411, 0);
   o_txid := nextval('tq_txid_seq');
-  SELECT c.snapshot INTO o_sts FROM tq_clock c WHERE c.id = 1;
+  SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
+  -- Outcomes just above the clock are decided even if their owner has not published
+  -- yet (or died right after its commit marker): the snapshot includes them.
+  SELECT coalesce(max(x.cts), s) INTO o_sts
+    FROM (SELECT o.cts, o.cts - row_number() OVER (ORDER BY o.cts) AS gap FROM tq_outcome o WHERE o.cts > s) AS x
+    WHERE x.gap = s;
   INSERT INTO tq_begun (txid, sts, pid) VALUES (o_txid, o_sts, pg_backend_pid());
 END $$;
 

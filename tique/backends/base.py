@@ -48,6 +48,10 @@ class Backend(ABC):
     def atomic(self, raw: Any) -> Any:
         """A context manager running its statements as one engine transaction (DDL only)."""
 
+    def description(self, cursor: Any) -> tuple | None:
+        """PEP 249 description 7-tuples of the result `cursor` holds (None without one)."""
+        return tuple(tuple(d) for d in cursor.description) if cursor.description else None
+
     @abstractmethod
     def affected(self, cursor: Any) -> int:
         """Rows written by the DML statement `cursor` ran."""

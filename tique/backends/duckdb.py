@@ -92,6 +92,8 @@ class DuckDBBackend(Backend):
             return errors.IntegrityError
         if isinstance(error, duckdb.TransactionException):
             return errors.OperationalError
+        if isinstance(error, duckdb.InvalidInputException) and "division by zero" in str(error).lower():
+            return errors.DataError  # PEP 249 names division by zero a data error; DuckDB files it under invalid input
         return target
 
     def is_unique_violation(self, error: BaseException) -> bool:

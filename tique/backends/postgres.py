@@ -12,6 +12,15 @@ from tique.oracle.postgres import PostgresOracle
 from tique.rewrite.templates import template_text
 
 
+# PostgreSQL's names for the types the PEP 249 type objects (tique.NUMBER, ...) know by SQL name.
+_TYPE_NAMES = {
+    "int2": "SMALLINT", "int4": "INTEGER", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
+    "numeric": "NUMERIC", "text": "TEXT", "varchar": "VARCHAR", "bpchar": "CHAR", "name": "VARCHAR",
+    "bytea": "BYTEA", "bool": "BOOLEAN", "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP",
+    "timestamptz": "TIMESTAMPTZ",
+}
+
+
 class PostgresBackend(Backend):
     dialect = "postgres"
 
@@ -37,6 +46,20 @@ class PostgresBackend(Backend):
 
     def affected(self, cursor: Any) -> int:
         return int(cursor.rowcount)
+
+    def description(self, cursor: Any) -> tuple | None:
+        """Type codes become SQL type names (as DuckDB reports them) instead of bare OIDs."""
+        if not cursor.description:
+            return None
+        types = cursor.connection.adapters.types
+        described = []
+        for column in cursor.description:
+            info = types.get(column.type_code)
+            code = _TYPE_NAMES.get(info.name, info.name.upper()) if info is not None else column.type_code
+            if info is not None and info.oid != column.type_code:
+                code = f"{code}[]"  # the registry answers an array's OID with its element type
+            described.append((column.name, code, *tuple(column)[2:]))
+        return tuple(described)
 
     def atomic(self, raw: Any) -> Any:
         return raw.transaction()

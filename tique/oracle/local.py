@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 AbortWriter = Callable[[Any, int, int], None]  # (raw, cts, txid): insert an abort outcome
+_ABORT_ATTEMPTS = 10
 
 
 @dataclass
@@ -22,6 +23,7 @@ class _Pending:
 class LocalOracle:
     def __init__(self, abort_writer: AbortWriter, log_committing: Callable[[Any, int, int], None], commit_timeout: float) -> None:
         self._cond = threading.Condition()
+        self._resolving = threading.Lock()
         self._abort_writer = abort_writer
         self._log_committing = log_committing
         self._commit_timeout = commit_timeout
@@ -97,10 +99,32 @@ class LocalOracle:
                 stale = pending
             # The owner held its commit timestamp past the timeout: abort it. If its
             # commit marker got in first, the insert is a no-op and it stays committed.
-            self._abort_writer(raw, blocker, stale.txid)
-            with self._cond:
-                self._active.pop(stale.txid, None)
-                self._resolve(blocker)
+            # Waiters share one deadline, so they would all insert the same outcome row at
+            # once, which the engine rejects as a duplicate despite ON CONFLICT DO NOTHING:
+            # one resolver at a time, and only while the timestamp is still undecided.
+            # The owner stays registered as running until it ends itself: while it may
+            # resume, the stable timestamp must stay below it, or a checkpoint would purge
+            # the abort marker its own commit marker has to lose to.
+            with self._resolving:
+                with self._cond:
+                    if self._pending.get(blocker) is not stale:
+                        continue
+                self._insert_abort(raw, blocker, stale.txid)
+                with self._cond:
+                    self._resolve(blocker)
+
+    def _insert_abort(self, raw: Any, cts: int, txid: int) -> None:
+        """The owner may insert its own outcome at the same moment, and the engine then
+        rejects one of the two; once that insert has settled a retry is a no-op (or, if
+        it failed, the abort)."""
+        for attempt in range(_ABORT_ATTEMPTS):
+            try:
+                self._abort_writer(raw, cts, txid)
+                return
+            except Exception:
+                if attempt + 1 == _ABORT_ATTEMPTS:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
 
     def stable_timestamp(self, raw: Any) -> int:
         with self._cond:

@@ -1,7 +1,8 @@
 """Loads the SQL templates in sql/ and expands their markers for one table.
 
 Markers: `storage_table` and `cache_table` name the physical tables; `TQ_COLUMNS(a)`
-expands to the table's columns (qualified by `a` when given); `TQ_KEY(a)` to its key
+expands to the columns the template projects (qualified by `a` when given);
+`TQ_ALL_COLUMNS(a)` to every physical column, hidden row id included; `TQ_KEY(a)` to its key
 columns; `TQ_KEY_MATCH(a, b)` to equality of the two sides' keys; `TQ_KEY_HASH(a)` to
 the engine's write-set hash of the key. `:tq_*` placeholders are per-transaction values.
 """
@@ -79,6 +80,8 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
         for item in items:
             if isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_COLUMNS":
                 out.extend(column(c, _qualifier(item)) for c in columns)
+            elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_ALL_COLUMNS":
+                out.extend(column(c, _qualifier(item)) for c in table.physical_columns)
             elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_KEY":
                 out.extend(column(k, _qualifier(item)) for k in table.key)
             else:
@@ -87,7 +90,7 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
 
     for node in list(tree.walk()):
         for key, value in list(node.args.items()):
-            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in ("TQ_COLUMNS", "TQ_KEY") for v in value):
+            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in ("TQ_COLUMNS", "TQ_ALL_COLUMNS", "TQ_KEY") for v in value):
                 node.set(key, splice(value))
     for call in list(tree.find_all(exp.Anonymous)):
         upper = call.name.upper()

@@ -102,6 +102,28 @@ def validation(table: TableDef, key_hash: KeyHash, *, check_keys: bool, not_null
     )
 
 
+def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str) -> exp.Expression:
+    """Casts a bare parameter or NULL to its column's type, unless the column holds text.
+
+    The values land in a derived table before the cache, and PostgreSQL types an
+    untyped parameter or NULL there as text, which no non-text column accepts. A
+    direct INSERT would type it from the column; the cast does the same. Text columns
+    are left to the engine's assignment cast, which rejects over-long values where an
+    explicit cast to VARCHAR(n) would silently truncate them.
+    """
+    bare = value.unalias() if isinstance(value, exp.Alias) else value
+    if not isinstance(bare, (exp.Placeholder, exp.Null)):
+        return value
+    try:
+        kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect, udt=True)
+    except Exception:  # a type sqlglot cannot read: leave the value to the engine
+        return value
+    if kind.is_type(*exp.DataType.TEXT_TYPES):
+        return value
+    cast = exp.cast(bare.copy(), kind)
+    return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
+
+
 def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("conflict", "returning", "overwrite", "alternative", "by_name", "partition", "where"):
         if tree.args.get(unsupported):
@@ -120,11 +142,13 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
         for row in source.expressions:
             if len(row.expressions) != width:
                 raise ProgrammingError(describe(statement, f"INSERT has {len(row.expressions)} values for {width} columns"))
-        derived: exp.Expression = exp.Values(expressions=[r.copy() for r in source.expressions],
-                                             alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
+        rows = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in source.expressions]
+        derived: exp.Expression = exp.Values(expressions=rows, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
         derived = replace_tables(derived, lookup, formulation, key_hash)
     elif isinstance(source, exp.Query):
         query = replace_tables(source.copy(), lookup, formulation, key_hash)
+        if isinstance(query, exp.Select) and len(query.expressions) == width:
+            query.set("expressions", [_typed(v, table, c, dialect) for v, c in zip(query.expressions, listed)])
         derived = exp.Subquery(this=query, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
     elif source is None:
         raise NotSupportedError(describe(statement, "INSERT ... DEFAULT VALUES is not supported on tique tables"))
@@ -153,9 +177,11 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Looku
                         alias=exp.TableAlias(this=quoted(alias)))
     select = exp.select().from_(snap)
     extra = []
-    if isinstance(tree, exp.Update) and tree.args.get("from"):
-        extra.append(tree.args["from"].this)
-        extra.extend(j.this for j in tree.args["from"].args.get("joins") or [])
+    # sqlglot names UPDATE's FROM clause "from_" from version 28 on, "from" before it.
+    from_clause = (tree.args.get("from_") or tree.args.get("from")) if isinstance(tree, exp.Update) else None
+    if from_clause is not None:
+        extra.append(from_clause.this)
+        extra.extend(j.this for j in from_clause.args.get("joins") or [])
     if isinstance(tree, exp.Delete) and tree.args.get("using"):
         extra.extend(tree.args["using"])
     for source in extra:

@@ -1,0 +1,248 @@
+"""A client that stalls or dies holding a commit timestamp blocks nobody for longer than
+the commit timeout, and its transaction ends up aborted.
+
+Commit timestamps become visible in order, so a later committer waits for an earlier
+one's outcome. The stalled client here is a real connection, stopped inside its real
+commit right after the oracle handed it a commit timestamp (the oracle and the
+database are untouched); on PostgreSQL a separate process is also SIGKILLed there.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import pytest
+
+import tique
+from tique.checkpoint import checkpoint
+
+Connect = Callable[..., tique.Connection]
+
+COMMIT_TIMEOUT = 1.0
+JOIN_TIMEOUT = 20.0
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    return cur.rowcount
+
+
+def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+def committed(connect: Connect) -> list[tuple]:
+    reader = connect()
+    found = rows(reader, "SELECT k, v FROM kv ORDER BY k")
+    reader.close()
+    return found
+
+
+def physical(conn: tique.Connection, sql: str) -> list[tuple]:
+    return conn.backend.rows(conn._raw, sql, [])
+
+
+class Stall:
+    """Stops one transaction's commit right after it took its commit timestamp."""
+
+    def __init__(self, oracle: Any) -> None:
+        self.original = oracle.take_commit_timestamp
+        self.victim: int | None = None
+        self.cts: int | None = None
+        self.took_at = 0.0  # before the oracle started the owner's commit timeout
+        self.holding = threading.Event()
+        self.resume = threading.Event()
+
+    def __call__(self, raw: Any, txid: int) -> int:
+        if txid != self.victim:
+            return self.original(raw, txid)
+        self.took_at = time.monotonic()
+        cts = self.original(raw, txid)
+        self.cts = cts
+        self.holding.set()
+        self.resume.wait(timeout=60)
+        return cts
+
+
+def commit_in_thread(conn: tique.Connection) -> tuple[threading.Thread, dict[str, Any]]:
+    result: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            conn.commit()
+            result["ok"] = True
+        except BaseException as error:  # inspected by the test
+            result["error"] = error
+        result["at"] = time.monotonic()
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_stalled_committer_is_aborted_after_commit_timeout(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first connection fixes the database's commit timeout for this process.
+    admin = connect(commit_timeout=COMMIT_TIMEOUT)
+    run(admin, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
+    run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one'), (2, 'two')")
+    admin.commit()
+    stall = Stall(admin.backend.oracle)
+    monkeypatch.setattr(admin.backend.oracle, "take_commit_timestamp", stall)
+
+    stalled = connect()
+    run(stalled, "UPDATE kv SET v = 'stalled' WHERE k = 1")
+    run(stalled, "INSERT INTO kv (k, v) VALUES (10, 'stalled')")
+    stall.victim = stalled._txn.txid
+    stalled_thread, stalled_result = commit_in_thread(stalled)
+    assert stall.holding.wait(timeout=JOIN_TIMEOUT), "the stalled commit never took its commit timestamp"
+    try:
+        # Mid-commit, its writes are invisible.
+        assert committed(connect) == [(1, "one"), (2, "two")]
+        # Several clients commit disjoint writes meanwhile; they queue behind the stalled
+        # commit timestamp and resolve it once it is older than the commit timeout.
+        others = [connect() for _ in range(3)]
+        for i, conn in enumerate(others):
+            run(conn, "INSERT INTO kv (k, v) VALUES (?, 'other')", (20 + i,))
+        waiting = [commit_in_thread(conn) for conn in others]
+        for thread, _ in waiting:
+            thread.join(timeout=JOIN_TIMEOUT)
+        assert not any(thread.is_alive() for thread, _ in waiting), "a commit stayed blocked by the stalled client"
+        for _, result in waiting:
+            assert result.get("ok"), f"commit failed: {result.get('error')!r}"
+            # They really were held up by the stalled one, until its timeout ran out.
+            assert result["at"] - stall.took_at >= COMMIT_TIMEOUT
+        assert committed(connect) == [(1, "one"), (2, "two"), (20, "other"), (21, "other"), (22, "other")]
+        # A checkpoint while the stalled client is still alive must keep its abort decided.
+        checkpoint(admin)
+        assert stalled_thread.is_alive()
+    finally:
+        stall.resume.set()
+    stalled_thread.join(timeout=JOIN_TIMEOUT)
+    assert not stalled_thread.is_alive()
+    error = stalled_result.get("error")
+    assert isinstance(error, tique.SerializationFailure), f"the stalled transaction must lose, got {stalled_result!r}"
+    assert isinstance(error, tique.OperationalError)
+    assert "commit timeout" in str(error)
+    assert not stalled.in_transaction
+
+    assert committed(connect) == [(1, "one"), (2, "two"), (20, "other"), (21, "other"), (22, "other")]
+    # Its write-set is not a conflict for anybody, and its versions are purged.
+    writer = connect()
+    run(writer, "UPDATE kv SET v = 'after' WHERE k = 1")
+    run(writer, "INSERT INTO kv (k, v) VALUES (10, 'after')")
+    writer.commit()
+    checkpoint(admin)
+    assert committed(connect) == [(1, "after"), (2, "two"), (10, "after"), (20, "other"), (21, "other"), (22, "other")]
+    assert physical(admin, "SELECT count(*) FROM kv_cache") == [(0,)]
+    # The stalled connection is usable again.
+    run(stalled, "UPDATE kv SET v = 'retried' WHERE k = 2")
+    stalled.commit()
+    assert committed(connect)[1] == (2, "retried")
+
+
+# -- PostgreSQL: a client process killed while holding a commit timestamp ------------------------
+
+def _commit_and_hang(url: str, report: Any) -> None:
+    """Child process: writes, then hangs in its real commit once it holds a commit timestamp."""
+    conn = tique.connect(url)
+    cur = conn.cursor()
+    cur.execute("UPDATE kv SET v = 'killed' WHERE k = 1")
+    cur.execute("INSERT INTO kv (k, v) VALUES (10, 'killed')")
+    oracle = conn.backend.oracle
+    take = oracle.take_commit_timestamp
+
+    def take_and_hang(raw: Any, txid: int) -> int:
+        cts = take(raw, txid)
+        report.send((txid, cts))
+        time.sleep(600)
+        return cts
+
+    oracle.take_commit_timestamp = take_and_hang
+    conn.commit()
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_killed_committer_releases_others_promptly(connect: Connect, url: str) -> None:
+    # A long commit timeout: only the death of the client can release the others in time.
+    admin = connect(commit_timeout=60.0)
+    run(admin, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
+    run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one')")
+    admin.commit()
+
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    child = context.Process(target=_commit_and_hang, args=(url, theirs), daemon=True)
+    child.start()
+    try:
+        assert ours.poll(timeout=60), "the child never took a commit timestamp"
+        txid, cts = ours.recv()
+        other = connect()
+        run(other, "INSERT INTO kv (k, v) VALUES (2, 'other')")
+        thread, result = commit_in_thread(other)
+        # Its commit timestamp is later than the child's, so it waits for the child ...
+        thread.join(timeout=0.5)
+        assert thread.is_alive(), f"a later commit finished while an earlier one was undecided: {result!r}"
+        assert committed(connect) == [(1, "one")]
+    finally:
+        if child.pid is not None and child.is_alive():
+            os.kill(child.pid, signal.SIGKILL)
+        child.join(timeout=JOIN_TIMEOUT)
+    assert child.exitcode == -signal.SIGKILL
+    # ... and is released by the child's death, long before the commit timeout.
+    thread.join(timeout=JOIN_TIMEOUT)
+    assert not thread.is_alive(), "the commit stayed blocked by a dead client"
+    assert result.get("ok"), f"commit failed: {result.get('error')!r}"
+    assert committed(connect) == [(1, "one"), (2, "other")]
+    assert admin.backend.rows(admin._raw, "SELECT txid, committed FROM tq_outcome WHERE cts = $1", [cts]) == [(txid, False)]
+    # Nobody conflicts with the dead transaction's writes, and they are purged.
+    writer = connect()
+    run(writer, "UPDATE kv SET v = 'after' WHERE k = 1")
+    run(writer, "INSERT INTO kv (k, v) VALUES (10, 'after')")
+    writer.commit()
+    checkpoint(admin)
+    assert committed(connect) == [(1, "after"), (2, "other"), (10, "after")]
+    assert physical(admin, "SELECT count(*) FROM kv_cache") == [(0,)]
+
+
+# -- a failure after the commit point ------------------------------------------------------------
+
+def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the commit marker is in, the transaction is committed whatever happens next:
+    an error while waiting for it to become visible must not roll it back."""
+    admin = connect()
+    run(admin, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
+    admin.commit()
+    old_reader = connect()
+    assert rows(old_reader, "SELECT k, v FROM kv") == []  # keeps the stable timestamp below the commit
+    oracle = admin.backend.oracle
+    publish = oracle.publish
+
+    def publish_then_fail(raw: Any, txid: int, cts: int, timeout: float) -> None:
+        publish(raw, txid, cts, timeout)
+        raise ConnectionError("lost the connection while waiting for the snapshot")
+
+    writer = connect()
+    run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
+    monkeypatch.setattr(oracle, "publish", publish_then_fail)
+    with pytest.raises(tique.OperationalError) as caught:
+        writer.commit()
+    monkeypatch.setattr(oracle, "publish", publish)
+    assert "is committed" in str(caught.value)
+    assert not writer.in_transaction
+    assert committed(connect) == [(1, "committed")]
+    checkpoint(admin)
+    assert committed(connect) == [(1, "committed")]
+    old_reader.rollback()
+    checkpoint(admin)
+    assert committed(connect) == [(1, "committed")]
+    assert physical(admin, "SELECT count(*) FROM kv_cache") == [(0,)]
+    assert physical(admin, "SELECT k, v FROM kv_storage") == [(1, "committed")]
