@@ -353,10 +353,6 @@ def test_values_are_stored_verbatim_and_never_become_sql(connect: Connect, nativ
 
 
 def test_one_numeric_marker_in_set_and_where(connect: Connect, engine: str, request: pytest.FixtureRequest) -> None:
-    if engine == "postgres":
-        # The SET value lands in a SELECT list, where PostgreSQL types the parameter text; the WHERE wants varchar.
-        request.applymarker(pytest.mark.xfail(strict=True, raises=tique.ProgrammingError,
-                                              reason="known bug in rewrite/writes.py: an untyped parameter used in SET and WHERE gets two types"))
     conn = connect()
     run(conn, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body VARCHAR, tag VARCHAR)")
     run(conn, "INSERT INTO notes (id, body) VALUES (1, 'x')")

@@ -279,8 +279,6 @@ def test_update_without_where_and_with_from(connect: Connect, native: Native) ->
     conn.commit()
 
 
-@pytest.mark.xfail(strict=True, raises=tique.ProgrammingError,
-                   reason="known bug in rewrite/writes.py: a tique table named in UPDATE ... FROM / DELETE ... USING is not replaced by its snapshot")
 def test_update_from_and_delete_using_a_tique_table(connect: Connect) -> None:
     conn = connect()
     _accounts(conn)
@@ -464,10 +462,6 @@ def test_create_table_single_key_not_null_default(connect: Connect, native: Nati
 
 def test_insert_values_take_the_column_types(connect: Connect, engine: str, request: pytest.FixtureRequest) -> None:
     """NULLs, string literals and str parameters in VALUES convert to the target column's type, as in plain SQL."""
-    if engine == "postgres":
-        # The VALUES list becomes a derived table, where PostgreSQL types untyped items as text.
-        request.applymarker(pytest.mark.xfail(strict=True, raises=tique.ProgrammingError,
-                                              reason="known bug in rewrite/writes.py: VALUES items are not coerced to column types"))
     conn = connect()
     run(conn, "CREATE TABLE ev (id INTEGER PRIMARY KEY, day DATE, qty INTEGER)")
     run(conn, "INSERT INTO ev VALUES (1, NULL, NULL)")

@@ -62,11 +62,11 @@ class Stall:
         self.holding = threading.Event()
         self.resume = threading.Event()
 
-    def __call__(self, raw: Any, txid: int) -> int:
+    def __call__(self, raw: Any, txid: int, timeout: float) -> int:
         if txid != self.victim:
-            return self.original(raw, txid)
+            return self.original(raw, txid, timeout)
         self.took_at = time.monotonic()
-        cts = self.original(raw, txid)
+        cts = self.original(raw, txid, timeout)
         self.cts = cts
         self.holding.set()
         self.resume.wait(timeout=60)
@@ -160,8 +160,8 @@ def _commit_and_hang(url: str, report: Any) -> None:
     oracle = conn.backend.oracle
     take = oracle.take_commit_timestamp
 
-    def take_and_hang(raw: Any, txid: int) -> int:
-        cts = take(raw, txid)
+    def take_and_hang(raw: Any, txid: int, timeout: float) -> int:
+        cts = take(raw, txid, timeout)
         report.send((txid, cts))
         time.sleep(600)
         return cts

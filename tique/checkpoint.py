@@ -5,7 +5,10 @@ Invariant: it only touches versions at or below the stable timestamp, which is a
 every running transaction's start timestamp, and every step is a single autocommitted
 statement that leaves each key readable from either the cache or storage. So it never
 blocks, and never aborts, a foreground transaction; a crash between steps is repaired
-by the next run.
+by the next run. One checkpointer runs at a time per database (a lock in the process,
+an advisory lock on a server): two interleaved runs could delete a storage row on the
+strength of a cache version the other has just purged. A run that finds the latch
+taken skips its round.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class CheckpointReport:
     moved: int
     purged: int
     seconds: float
+    skipped: bool = False
 
 
 class Checkpointer:
@@ -56,6 +60,20 @@ class Checkpointer:
 
     def run_once(self) -> CheckpointReport:
         started = time.perf_counter()
+        backend, raw = self.backend, self.raw
+        if not backend.checkpoint_lock.acquire(blocking=False):
+            return CheckpointReport(0, 0, 0, 0, time.perf_counter() - started, skipped=True)
+        try:
+            if not backend.try_checkpoint_latch(raw):
+                return CheckpointReport(0, 0, 0, 0, time.perf_counter() - started, skipped=True)
+            try:
+                return self._run(started)
+            finally:
+                backend.release_checkpoint_latch(raw)
+        finally:
+            backend.checkpoint_lock.release()
+
+    def _run(self, started: float) -> CheckpointReport:
         backend, raw = self.backend, self.raw
         stable = backend.oracle.stable_timestamp(raw)
         (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])

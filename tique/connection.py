@@ -79,7 +79,7 @@ class Connection:
         faults: Iterable[str] = (),
     ) -> None:
         self.url = url
-        self._backend = open_database(url, commit_timeout=commit_timeout)
+        self._backend = open_database(url)
         try:
             self._raw = self._backend.open()
         except Exception as error:
@@ -89,6 +89,7 @@ class Connection:
         self.snapshot_formulation = Formulation(snapshot)
         self.static_tables = frozenset(t.lower() for t in static_tables)
         self.faults = frozenset(faults)
+        self.commit_timeout = commit_timeout
         self._txn_holder: list[Transaction | None] = [None]
         self._plans: dict[tuple[str, Formulation], Plan] = {}
         self._catalog: dict[str, TableDef] = {}
@@ -192,7 +193,7 @@ class Connection:
                 self._flush_buffered(txn)
             if txn.written:
                 tables = [self._catalog[name] for name in sorted(txn.written)]
-                commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.faults)
+                commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
             else:
                 self._backend.oracle.end(self._raw, txn.txid)
         except errors.SerializationFailure:

@@ -26,8 +26,8 @@ def _recover_local(backend: Backend, raw: Any, tables: list[TableDef]) -> None:
     q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
     # Everything that held a commit timestamp without an outcome is aborted.
     backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, committed)
-        SELECT c.cts, c.txid, FALSE FROM tq_committing c
-        WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = c.cts)""", [])
+        SELECT DISTINCT w.cts, w.txid, FALSE FROM tq_write_sets w
+        WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = w.cts)""", [])
     # Cache rows of transactions that never got a commit marker will never be visible;
     # record them as rolled back so the checkpointer purges them.
     highest = 0
@@ -39,9 +39,9 @@ def _recover_local(backend: Backend, raw: Any, tables: list[TableDef]) -> None:
         (row,) = backend.rows(raw, f"SELECT coalesce(max(tq_txid), 0) FROM {q(table.cache)}", [])
         highest = max(highest, int(row[0]))
     (row,) = backend.rows(raw, """SELECT
-        coalesce((SELECT max(cts) FROM tq_committing), 0),
+        coalesce((SELECT max(cts) FROM tq_write_sets), 0),
         coalesce((SELECT max(cts) FROM tq_outcome), 0),
-        coalesce((SELECT max(txid) FROM tq_committing), 0),
+        coalesce((SELECT max(txid) FROM tq_write_sets), 0),
         coalesce((SELECT max(txid) FROM tq_outcome), 0),
         coalesce((SELECT max(txid) FROM tq_rolled_back), 0)""", [])
     last_cts = max(int(row[0]), int(row[1]))

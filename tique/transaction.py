@@ -1,15 +1,18 @@
 """One tique transaction and its commit protocol.
 
 Commit of a writer, in order (each step an autocommitted engine statement):
-1. log the write-set (hashed keys of every written table) in tq_write_sets;
-2. take a commit timestamp from the oracle, which logs it in tq_committing;
-3. certify: one join of our write-set against every transaction holding a commit
-   timestamp above our start timestamp and not aborted (first committer wins);
-4. insert the outcome row (commit marker): the single atomic commit point;
-5. publish: the oracle advances the snapshot past our commit timestamp in commit
+1. take a commit timestamp from the oracle (in memory for DuckDB; on PostgreSQL a
+   server function that also logs it in tq_committing);
+2. log the write-set (hashed keys of every written table, with the commit timestamp)
+   in tq_write_sets;
+3. certify and mark, in one statement: a join of our write-set against every
+   transaction whose write-set carries a commit timestamp above our start timestamp
+   and that is not aborted (first committer wins), whose result is the `committed`
+   flag of the outcome row we insert. That insert is the single atomic commit point;
+4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
-Steps 1-2 precede 3 in every transaction, so of two overlapping writers of a key the
-one that certifies second always sees the other.
+Step 2 precedes step 3 in every transaction, so of two overlapping writers of a key
+the one that certifies second always sees the other.
 """
 from __future__ import annotations
 
@@ -55,23 +58,28 @@ class CommitStatements:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._write_sets: dict[frozenset[str], Compiled] = {}
+        self._write_sets: dict[tuple[TableDef, ...], Compiled] = {}
         (certify,) = template("common/certify.sql")
-        self.certify = backend.compile(certify)
-        self.outcome = backend.compile(exp.insert(
-            exp.select(exp.Placeholder(this="tq_cts"), exp.Placeholder(this="tq_txid"), exp.Placeholder(this="tq_committed")),
+        (marker,) = template("common/commit_marker.sql")
+        for call in list(marker.find_all(exp.Anonymous)):
+            if call.name.upper() == "TQ_CERTIFY":
+                call.replace(certify.copy())
+        self.commit_marker = backend.compile(marker)
+        # Debug fault `no-certify`: the same marker, certified unconditionally.
+        self.unconditional_marker = backend.compile(exp.insert(
+            exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"), exp.true()),
             "tq_outcome", columns=["cts", "txid", "committed"]))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
     def write_set(self, tables: list[TableDef]) -> Compiled:
-        key = frozenset(t.name for t in tables)
+        key = tuple(sorted(tables, key=lambda t: t.name))
         compiled = self._write_sets.get(key)
         if compiled is None:
-            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in sorted(tables, key=lambda t: t.name)]
+            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key]
             union = parts[0]
             for part in parts[1:]:
                 union = exp.union(union, part, distinct=False)
-            compiled = self.backend.compile(exp.insert(union, "tq_write_sets", columns=["txid", "key_hash"]))
+            compiled = self.backend.compile(exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"]))
             self._write_sets[key] = compiled
         return compiled
 
@@ -79,16 +87,18 @@ class CommitStatements:
 def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dict[str, int], statement: str) -> int:
     """Runs a write's cache inserts and checks; on any failure its rows are removed again."""
     try:
-        counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
+        try:
+            counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
+        except Exception as error:
+            column = backend.not_null_column(error)
+            if column is None:
+                raise
+            raise IntegrityError(describe(statement, f"NULL in a NOT NULL column of {plan.table.name}: {column}")) from error
         if plan.validation is not None:
-            (nulls, duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
-            problem = None
-            if nulls:
-                problem = f"NULL in a NOT NULL column of {plan.table.name} ({nulls} row(s))"
-            elif duplicates or existing:
+            (duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
+            if duplicates or existing:
                 key = ", ".join(plan.table.key)
                 problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
-            if problem:
                 raise IntegrityError(describe(statement, problem))
     except BaseException:
         try:
@@ -99,43 +109,45 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
     return counts[0]
 
 
-def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, faults: frozenset[str] = frozenset()) -> None:
+def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
+                  timeout: float, faults: frozenset[str] = frozenset()) -> None:
     oracle = backend.oracle
-    ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts}
-    ws = sql.write_set(tables)
-    backend.execute(raw, ws.sql, ws.values((), ctx))
-    cts = oracle.take_commit_timestamp(raw, txn.txid)
-    ctx = {**ctx, "tq_cts": cts}
+    cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
+    ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": cts}
+    lost = False  # True when a timeout resolver's abort marker beat our commit marker
     try:
-        conflict = "no-certify" not in faults and bool(backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx)))
-        lost = False  # True when a timeout resolver's abort marker beat our commit marker
+        ws = sql.write_set(tables)
+        backend.execute(raw, ws.sql, ws.values((), ctx))
+        marker = sql.unconditional_marker if "no-certify" in faults else sql.commit_marker
         try:
-            backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": not conflict}))
+            cur = backend.execute(raw, marker.sql, marker.values((), ctx))
+            row = cur.fetchone() if cur.description else (True,)
+            committed = bool(row[0])
         except Exception as error:
             if not backend.is_unique_violation(error):
                 raise
-            lost = True
+            committed, lost = False, True
     except BaseException as error:
         # Outcome unknown to us: make sure it is an abort, so nobody waits on it.
         try:
             backend.insert_abort_outcome(raw, cts, txn.txid)
-            oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+            oracle.publish(raw, txn.txid, cts, timeout)
         except Exception:
             pass
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     try:
-        oracle.publish(raw, txn.txid, cts, backend.commit_timeout)
+        oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
         txn.written.clear()
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
-            state = "committed" if not (lost or conflict) else "aborted"
+            state = "committed" if committed else "aborted"
             raise OperationalError(f"transaction {txn.txid} is {state}, but waiting for its commit timestamp {cts} to become visible failed: {error}") from error
         raise
     if lost:
-        raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({backend.commit_timeout}s) and another client resolved it as aborted")
-    if conflict:
+        raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({timeout}s) and another client resolved it as aborted")
+    if not committed:
         raise SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")

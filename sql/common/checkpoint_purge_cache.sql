@@ -1,6 +1,8 @@
 -- Checkpoint step 3: remove versions now in storage (or superseded by it), and the
--- writes of transactions that aborted or were rolled back.
+-- writes of transactions that aborted or were rolled back (never of one that committed,
+-- whatever else says so).
 DELETE FROM cache_table
 WHERE tq_txid IN (SELECT txid FROM tq_outcome WHERE cts <= CAST(:tq_stable AS BIGINT) AND committed)
-   OR tq_txid IN (SELECT txid FROM tq_outcome WHERE NOT committed)
-   OR tq_txid IN (SELECT txid FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT))
+   OR tq_txid IN (SELECT txid FROM tq_outcome WHERE NOT committed AND txid IS NOT NULL)
+   OR (tq_txid IN (SELECT txid FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT))
+       AND tq_txid NOT IN (SELECT txid FROM tq_outcome WHERE committed))

@@ -1,9 +1,7 @@
 -- Checkpoint step 4 (after every cache is purged): metadata no live transaction can need.
 -- A stable timestamp is at most every running transaction's start timestamp, so no
 -- one certifies against, or reads through, what is removed here.
-DELETE FROM tq_write_sets
-WHERE txid IN (SELECT txid FROM tq_committing WHERE cts <= CAST(:tq_stable AS BIGINT))
-   OR txid IN (SELECT txid FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT));
+DELETE FROM tq_write_sets WHERE cts <= CAST(:tq_stable AS BIGINT);
 DELETE FROM tq_outcome WHERE cts <= CAST(:tq_stable AS BIGINT);
 DELETE FROM tq_committing WHERE cts <= CAST(:tq_stable AS BIGINT);
 DELETE FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT)

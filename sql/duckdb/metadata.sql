@@ -1,7 +1,8 @@
 -- tique's metadata on DuckDB. Every table here is append-only on the hot path;
 -- only the checkpointer deletes, and only rows no running transaction can need.
 CREATE TABLE IF NOT EXISTS tq_tables (name VARCHAR PRIMARY KEY, ddl VARCHAR NOT NULL);
--- A commit timestamp was taken by txid: it is committing until it has an outcome.
+-- Commit timestamps handed out (server-side oracles log them here; the in-process
+-- oracle keeps its pending ones in memory and recovers them from tq_write_sets).
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 -- The commit marker (committed) or abort marker; one row per commit timestamp, so
 -- the first of the owner and a timeout resolver to insert one wins.
@@ -9,4 +10,4 @@ CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, comm
 -- Transactions that ended without a commit timestamp but may have left cache rows.
 CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
 -- Hashed (table, key) write-sets of transactions that are certifying or certified.
-CREATE TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, key_hash BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);

@@ -9,9 +9,10 @@ CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);
 CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, committed BOOLEAN NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_outcome_txid ON tq_outcome (txid);
 CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
-CREATE UNLOGGED TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, key_hash BIGINT NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_write_sets_hash ON tq_write_sets (key_hash);
 CREATE INDEX IF NOT EXISTS tq_write_sets_txid ON tq_write_sets (txid);
+CREATE INDEX IF NOT EXISTS tq_write_sets_cts ON tq_write_sets (cts);
 
 -- The oracle: transaction ids, start timestamps and commit timestamps, shared by
 -- every client process. tq_clock.snapshot is the newest commit timestamp such that
@@ -50,6 +51,9 @@ $$;
 CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE c BIGINT;
 BEGIN
+  -- Held until this call commits: tq_publish waits these out before it declares a
+  -- timestamp with no committing row a gap (see there).
+  PERFORM pg_advisory_xact_lock_shared(7411, 3);
   c := nextval('tq_cts_seq');
   PERFORM pg_advisory_lock(c);
   INSERT INTO tq_committing (txid, cts) VALUES (p_txid, c);
@@ -85,6 +89,16 @@ BEGIN
     END;
     PERFORM set_config('lock_timeout', '0', true);
     SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
+    IF owner IS NULL THEN
+      -- No committing row: either a tq_take_cts call between nextval and its lock, or
+      -- a call that died. Wait out the calls in flight, then look again.
+      PERFORM pg_advisory_lock(7411, 3);
+      PERFORM pg_advisory_unlock(7411, 3);
+      SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
+      IF owner IS NOT NULL THEN
+        CONTINUE;
+      END IF;
+    END IF;
     INSERT INTO tq_outcome (cts, txid, committed) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
   END LOOP;
 END $$;

@@ -18,11 +18,11 @@ _ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
 class Backend(ABC):
     dialect: str
     oracle: Oracle
-    commit_timeout: float
     closed: bool = False
 
     def __init__(self) -> None:
         self.setup_lock = threading.Lock()
+        self.checkpoint_lock = threading.Lock()
         self.installed = False
 
     # -- connections -------------------------------------------------------
@@ -74,8 +74,25 @@ class Backend(ABC):
     @abstractmethod
     def metadata_script(self) -> str: ...
 
-    @abstractmethod
-    def physical_ddl(self, table: TableDef) -> list[str]: ...
+    def physical_ddl(self, table: TableDef) -> list[str]:
+        """T_storage as declared (key included) and T_cache with the same columns plus
+        tq_txid, tq_seq, tq_deleted. The cache repeats NOT NULL, so the engine rejects a
+        NULL in the write statement itself and no separate check is needed."""
+        q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
+        storage = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
+        cache = list(storage)
+        ddl = []
+        if table.hidden_rowid:
+            ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
+            storage.append(f"{q('tq_rowid')} BIGINT NOT NULL")
+            cache.append(f"{q('tq_rowid')} BIGINT NOT NULL")
+        key = ", ".join(q(k) for k in table.key)
+        ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(storage)}, PRIMARY KEY ({key}))")
+        ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")
+        return ddl + self.cache_indexes(table)
+
+    def cache_indexes(self, table: TableDef) -> list[str]:
+        return []
 
     def drop_ddl(self, table: TableDef) -> list[str]:
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
@@ -105,10 +122,18 @@ class Backend(ABC):
     @abstractmethod
     def is_unique_violation(self, error: BaseException) -> bool: ...
 
-    # -- transaction metadata ---------------------------------------------
-    def log_committing(self, raw: Any, txid: int, cts: int) -> None:
-        self.execute(raw, self._sql("INSERT INTO tq_committing (txid, cts) VALUES ($1, $2)"), [txid, cts])
+    @abstractmethod
+    def not_null_column(self, error: BaseException) -> str | None:
+        """The column a NOT NULL violation names, or None for any other error."""
 
+    def try_checkpoint_latch(self, raw: Any) -> bool:
+        """Exclusive right to checkpoint across processes; embedded engines have one process."""
+        return True
+
+    def release_checkpoint_latch(self, raw: Any) -> None:
+        pass
+
+    # -- transaction metadata ---------------------------------------------
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
         self.execute(raw, self._sql("INSERT INTO tq_outcome (cts, txid, committed) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING"), [cts, txid])
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -25,12 +26,11 @@ def database_path(url: str) -> str:
 class DuckDBBackend(Backend):
     dialect = "duckdb"
 
-    def __init__(self, url: str, commit_timeout: float = 10.0, **_: object) -> None:
+    def __init__(self, url: str, **_: object) -> None:
         super().__init__()
         self.url = url
-        self.commit_timeout = commit_timeout
         self._base = duckdb.connect(database_path(url))
-        self.oracle = LocalOracle(self.insert_abort_outcome, self.log_committing, commit_timeout)
+        self.oracle = LocalOracle(self.insert_abort_outcome)
 
     def open(self) -> Any:
         return self._base.cursor()
@@ -73,20 +73,6 @@ class DuckDBBackend(Backend):
     def metadata_script(self) -> str:
         return template_text("duckdb/metadata.sql")
 
-    def physical_ddl(self, table: TableDef) -> list[str]:
-        q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
-        defs = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
-        cache_defs = [f"{q(c.name)} {c.type_sql}" for c in table.columns]
-        ddl = []
-        if table.hidden_rowid:
-            ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
-            defs.append(f"{q('tq_rowid')} BIGINT NOT NULL")
-            cache_defs.append(f"{q('tq_rowid')} BIGINT")
-        key = ", ".join(q(k) for k in table.key)
-        ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(defs)}, PRIMARY KEY ({key}))")
-        ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache_defs)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")
-        return ddl
-
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
         if isinstance(error, duckdb.ConstraintException):
             return errors.IntegrityError
@@ -95,6 +81,10 @@ class DuckDBBackend(Backend):
         if isinstance(error, duckdb.InvalidInputException) and "division by zero" in str(error).lower():
             return errors.DataError  # PEP 249 names division by zero a data error; DuckDB files it under invalid input
         return target
+
+    def not_null_column(self, error: BaseException) -> str | None:
+        found = re.search(r"NOT NULL constraint failed: [^.\s]+\.(\S+)", str(error))
+        return found.group(1).strip('"') if isinstance(error, duckdb.ConstraintException) and found else None
 
     def is_unique_violation(self, error: BaseException) -> bool:
         text = str(error).lower()

@@ -24,10 +24,9 @@ _TYPE_NAMES = {
 class PostgresBackend(Backend):
     dialect = "postgres"
 
-    def __init__(self, url: str, commit_timeout: float = 10.0, connect_timeout: float = 10.0, **_: object) -> None:
+    def __init__(self, url: str, connect_timeout: float = 10.0, **_: object) -> None:
         super().__init__()
         self.url = url
-        self.commit_timeout = commit_timeout
         self.connect_timeout = connect_timeout
         self.oracle = PostgresOracle(self.rows)
 
@@ -78,21 +77,22 @@ class PostgresBackend(Backend):
     def metadata_script(self) -> str:
         return template_text("postgres/metadata.sql")
 
-    def physical_ddl(self, table: TableDef) -> list[str]:
+    def try_checkpoint_latch(self, raw: Any) -> bool:
+        return bool(self.rows(raw, "SELECT pg_try_advisory_lock(7411, 4)", [])[0][0])
+
+    def release_checkpoint_latch(self, raw: Any) -> None:
+        self.rows(raw, "SELECT pg_advisory_unlock(7411, 4)", [])
+
+    def cache_indexes(self, table: TableDef) -> list[str]:
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
-        defs = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
-        cache_defs = [f"{q(c.name)} {c.type_sql}" for c in table.columns]
-        ddl = []
-        if table.hidden_rowid:
-            ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
-            defs.append(f"{q('tq_rowid')} BIGINT NOT NULL")
-            cache_defs.append(f"{q('tq_rowid')} BIGINT")
         key = ", ".join(q(k) for k in table.key)
-        ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(defs)}, PRIMARY KEY ({key}))")
-        ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache_defs)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")
-        ddl.append(f"CREATE INDEX {q(table.cache + '_key')} ON {q(table.cache)} ({key})")
-        ddl.append(f"CREATE INDEX {q(table.cache + '_txid')} ON {q(table.cache)} (tq_txid)")
-        return ddl
+        return [f"CREATE INDEX {q(table.cache + '_key')} ON {q(table.cache)} ({key})",
+                f"CREATE INDEX {q(table.cache + '_txid')} ON {q(table.cache)} (tq_txid)"]
+
+    def not_null_column(self, error: BaseException) -> str | None:
+        if isinstance(error, psycopg.errors.NotNullViolation):
+            return error.diag.column_name or "?"
+        return None
 
     def is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, psycopg.errors.UniqueViolation)

@@ -22,8 +22,8 @@ class Oracle(Protocol):
     def end(self, raw: Any, txid: int) -> None:
         """A transaction that never took a commit timestamp is over."""
 
-    def take_commit_timestamp(self, raw: Any, txid: int) -> int:
-        """A commit timestamp, already logged in tq_committing when this returns."""
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
+        """A commit timestamp; others may abort it if it stays undecided past `timeout` seconds."""
 
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""

@@ -21,12 +21,10 @@ class _Pending:
 
 
 class LocalOracle:
-    def __init__(self, abort_writer: AbortWriter, log_committing: Callable[[Any, int, int], None], commit_timeout: float) -> None:
+    def __init__(self, abort_writer: AbortWriter) -> None:
         self._cond = threading.Condition()
         self._resolving = threading.Lock()
         self._abort_writer = abort_writer
-        self._log_committing = log_committing
-        self._commit_timeout = commit_timeout
         self._next_txid = 1
         self._next_cts = 1
         self._snapshot = 0
@@ -56,12 +54,11 @@ class LocalOracle:
         with self._cond:
             self._active.pop(txid, None)
 
-    def take_commit_timestamp(self, raw: Any, txid: int) -> int:
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
         with self._cond:
             cts = self._next_cts
             self._next_cts += 1
-            self._pending[cts] = _Pending(txid, time.monotonic() + self._commit_timeout)
-        self._log_committing(raw, txid, cts)
+            self._pending[cts] = _Pending(txid, time.monotonic() + timeout)
         return cts
 
     def _advance(self) -> None:

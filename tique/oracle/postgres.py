@@ -17,7 +17,7 @@ class PostgresOracle:
     def end(self, raw: Any, txid: int) -> None:
         self._run(raw, "SELECT tq_end($1)", [txid])
 
-    def take_commit_timestamp(self, raw: Any, txid: int) -> int:
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
         (row,) = self._run(raw, "SELECT tq_take_cts($1)", [txid])
         return int(row[0])
 

@@ -67,5 +67,7 @@ def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulatio
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical), alias=alias.copy())
+        if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
+            return subquery
         ref.replace(subquery)
     return tree

@@ -72,37 +72,29 @@ def _count(query: exp.Select) -> exp.Subquery:
     return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted")))))
 
 
-def validation(table: TableDef, key_hash: KeyHash, *, check_keys: bool, not_null: tuple[str, ...]) -> exp.Expression | None:
-    """One query counting (NULLs in NOT NULL columns, duplicate keys written, keys already present)."""
-    if not check_keys and not not_null:
+def validation(table: TableDef, key_hash: KeyHash) -> exp.Expression | None:
+    """One query counting (duplicate keys written, keys already present) for a statement
+    that writes new keys. NOT NULL needs no query: the cache columns carry it."""
+    if table.hidden_rowid:
         return None
-    zero = exp.Literal.number(0)
-    nulls: exp.Expression = zero
-    if not_null:
-        nulls = _count(_written_rows(table, "n").where(exp.or_(*[exp.Is(this=column(c, "n"), expression=exp.Null()) for c in not_null])).select(exp.Literal.number(1), append=False))
-    duplicates: exp.Expression = zero
-    existing: exp.Expression = zero
-    if check_keys and not table.hidden_rowid:
-        grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-                   .where(exp.not_(column("tq_deleted", "n")))
-                   .group_by(*[column(k, "n") for k in table.key])
-                   .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
-        duplicates = _count(grouped)
-        before = snapshot(table, Formulation.RANK, key_hash, physical=True)
-        for p in before.find_all(exp.Placeholder):
-            if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
-                p.set("this", "tq_seq_write")
-        present = exp.Exists(this=exp.select(exp.Literal.number(1))
-                             .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
-                             .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))
-        existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-                          .where(exp.not_(column("tq_deleted", "n"))).where(present))
-    return exp.select(
-        exp.alias_(nulls, "null_violations"), exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"),
-    )
+    grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
+               .where(exp.not_(column("tq_deleted", "n")))
+               .group_by(*[column(k, "n") for k in table.key])
+               .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+    duplicates = _count(grouped)
+    before = snapshot(table, Formulation.RANK, key_hash, physical=True)
+    for p in before.find_all(exp.Placeholder):
+        if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
+            p.set("this", "tq_seq_write")
+    present = exp.Exists(this=exp.select(exp.Literal.number(1))
+                         .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
+                         .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))
+    existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
+                      .where(exp.not_(column("tq_deleted", "n"))).where(present))
+    return exp.select(exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"))
 
 
-def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str) -> exp.Expression:
+def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, text_parameters: bool = False) -> exp.Expression:
     """Casts a bare parameter or NULL to its column's type, unless the column holds text.
 
     The values land in a derived table before the cache, and PostgreSQL types an
@@ -112,13 +104,17 @@ def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str) -> e
     explicit cast to VARCHAR(n) would silently truncate them.
     """
     bare = value.unalias() if isinstance(value, exp.Alias) else value
-    if not isinstance(bare, (exp.Placeholder, exp.Null)):
+    if not isinstance(bare, (exp.Placeholder, exp.Null)) and not (isinstance(bare, exp.Literal) and bare.is_string):
         return value
     try:
         kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect, udt=True)
     except Exception:  # a type sqlglot cannot read: leave the value to the engine
         return value
     if kind.is_type(*exp.DataType.TEXT_TYPES):
+        if isinstance(bare, exp.Placeholder) and text_parameters:
+            # Fixes the parameter's type as text where it could otherwise be read two ways.
+            cast = exp.cast(bare.copy(), exp.DataType.build("TEXT"))
+            return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
         return value
     cast = exp.cast(bare.copy(), kind)
     return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
@@ -165,9 +161,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
     if table.hidden_rowid:
         projections.append(_rowid_default(table))
     select = exp.select(*projections, *_metadata("tq_seq_write", False)).from_(derived)
-    not_null = tuple(c.name for c in table.columns if c.not_null)
-    return WritePlan(table, (_cache_insert(table, select),), 0,
-                     validation(table, key_hash, check_keys=True, not_null=not_null), _undo(table))
+    return WritePlan(table, (_cache_insert(table, select),), 0, validation(table, key_hash), _undo(table))
 
 
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
@@ -209,7 +203,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         name = normalize(assignment.this.name)
         if name not in table.user_columns:
             raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
-        assignments[name] = replace_tables(assignment.expression.copy(), lookup, formulation, key_hash)
+        assignments[name] = _typed(replace_tables(assignment.expression.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
     new_values = [assignments.get(c, column(c, alias)) if c != ROWID else column(ROWID, alias) for c in table.physical_columns]
     moves_key = any(k in assignments for k in table.key)
@@ -218,8 +212,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
         inserts.append(_cache_insert(table, tombstones))
     inserts.append(_cache_insert(table, source.select(*new_values, *_metadata("tq_seq_write", False))))
-    not_null = tuple(c.name for c in table.columns if c.not_null and c.name in assignments)
-    return WritePlan(table, tuple(inserts), 0, validation(table, key_hash, check_keys=moves_key, not_null=not_null), _undo(table))
+    return WritePlan(table, tuple(inserts), 0, validation(table, key_hash) if moves_key else None, _undo(table))
 
 
 def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
