@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
+from sqlhelp import rows, run
 from tique.checkpoint import checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -22,16 +23,6 @@ SEED = [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
 OWN = (10, "own", 100)  # the transaction's own earlier write
 
 
-def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall()
-
-
-def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.rowcount
 
 
 def content(conn: tique.Connection) -> list[tuple]:

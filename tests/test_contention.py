@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
+from sqlhelp import rows, run
 from tique.checkpoint import checkpoint, ensure_background_checkpointer
 
 Connect = Callable[..., tique.Connection]
@@ -30,16 +31,6 @@ JOIN_TIMEOUT = 60.0
 pytestmark = pytest.mark.timeout(180)
 
 
-def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.rowcount
-
-
-def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall()
 
 
 @dataclass

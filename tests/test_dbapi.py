@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
+from sqlhelp import rows, run
 from tique.backends import forget_database
 
 Connect = Callable[..., tique.Connection]
@@ -23,16 +24,6 @@ EXCEPTION_NAMES = (
 )
 
 
-def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall()
-
-
-def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.rowcount
 
 
 def physical_tables(native: Native, prefix: str) -> set[str]:

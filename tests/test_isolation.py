@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
+from sqlhelp import rows, run
 from tique.checkpoint import checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -22,17 +23,6 @@ pytestmark = pytest.mark.timeout(120)
 
 # -- helpers ---------------------------------------------------------------------
 
-def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    """Executes a statement; returns its rowcount."""
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.rowcount
-
-
-def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall()
 
 
 def balance(conn: tique.Connection, key: int) -> int | None:

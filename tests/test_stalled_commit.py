@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
+from sqlhelp import rows, run
 from tique.checkpoint import checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -28,16 +29,6 @@ JOIN_TIMEOUT = 20.0
 pytestmark = pytest.mark.timeout(120)
 
 
-def run(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.rowcount
-
-
-def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall()
 
 
 def committed(connect: Connect) -> list[tuple]:
