@@ -193,7 +193,7 @@ def test_killed_committer_releases_others_promptly(connect: Connect, url: str) -
     assert not thread.is_alive(), "the commit stayed blocked by a dead client"
     assert result.get("ok"), f"commit failed: {result.get('error')!r}"
     assert committed(connect) == [(1, "one"), (2, "other")]
-    assert admin.backend.rows(admin._raw, "SELECT txid, committed FROM tq_outcome WHERE cts = $1", [cts]) == [(txid, False)]
+    assert admin.backend.rows(admin._raw, "SELECT txid, did_commit FROM tq_outcome WHERE cts = $1", [cts]) == [(txid, False)]
     # Nobody conflicts with the dead transaction's writes, and they are purged.
     writer = connect()
     run(writer, "UPDATE kv SET v = 'after' WHERE k = 1")

@@ -111,7 +111,7 @@ class Connection:
         backend = self._backend
         with backend.setup_lock:
             if not backend.installed:
-                backend.run_script(self._raw, backend.metadata_script())
+                backend.install(self._raw)
                 self._load_catalog()
                 recover(backend, self._raw, list(self._catalog.values()), force=False, first_open=True)
                 backend.installed = True
@@ -310,7 +310,7 @@ class Connection:
         txn = self._begin()
         try:
             if isinstance(plan, ReadPlan):
-                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()))
+                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), plan.analytic)
             else:
                 outcome = self._write(plan, params, txn, sql)
         except BaseException:
@@ -321,9 +321,9 @@ class Connection:
             self.commit()
         return outcome
 
-    def _run(self, statement: str, engine_sql: str, values: list) -> tuple[Any, tuple | None, int]:
+    def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
         try:
-            cur = self._backend.execute(self._raw, engine_sql, values)
+            cur = self._backend.execute(self._raw, engine_sql, values, analytic) if analytic else self._backend.execute(self._raw, engine_sql, values)
         except Exception as error:
             raise self._backend.translate(error, statement) from error
         description = self._backend.description(cur)

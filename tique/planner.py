@@ -18,7 +18,7 @@ from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, normalize_placeholders, number_qmarks
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
-from tique.rewrite.snapshot import Formulation
+from tique.rewrite.snapshot import Formulation, choose_formulation
 from tique.rewrite.writes import rewrite_delete, rewrite_insert, rewrite_update
 
 
@@ -35,6 +35,7 @@ class ReadPlan:
     statement: Compiled
     params: int
     tables: tuple[str, ...]
+    analytic: bool = False  # some table is read by the scan formulation
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,9 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         if not touched:
             return NativePlan(backend.compile(tree), params)
         names = tuple(sorted({t.name for _, t in touched}))
-        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names)
+        analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
+                       for ref, t in touched)
+        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names, analytic)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))

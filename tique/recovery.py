@@ -7,7 +7,7 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import TableDef
+from tique.catalog import TableDef, parse_catalog_row
 from tique.oracle.local import LocalOracle
 
 
@@ -23,9 +23,22 @@ def recover(backend: Backend, raw: Any, tables: list[TableDef], *, force: bool, 
 
 
 def _recover_local(backend: Backend, raw: Any, tables: list[TableDef]) -> None:
+    next_txid, last_cts = recover_from_log(backend, raw, tables)
+    oracle = backend.oracle
+    assert isinstance(oracle, LocalOracle)
+    oracle.seed(next_txid, last_cts)
+
+
+def recover_from_log(backend: Backend, raw: Any, tables: list[TableDef] | None = None) -> tuple[int, int]:
+    """For an oracle whose state died with its process (embedded, or MonetDB's UDFs):
+    abort every commit timestamp without an outcome, mark the cache rows of transactions
+    that never committed as rolled back, and return (next txid, last commit timestamp)
+    to seed the oracle with. Nobody runs transactions meanwhile."""
+    if tables is None:
+        tables = [parse_catalog_row(ddl, backend.dialect) for (ddl,) in backend.rows(raw, "SELECT ddl FROM tq_tables", [])]
     q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
     # Everything that held a commit timestamp without an outcome is aborted.
-    backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, committed)
+    backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, did_commit)
         SELECT DISTINCT w.cts, w.txid, FALSE FROM tq_write_sets w
         WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = w.cts)""", [])
     # Cache rows of transactions that never got a commit marker will never be visible;
@@ -46,6 +59,4 @@ def _recover_local(backend: Backend, raw: Any, tables: list[TableDef]) -> None:
         coalesce((SELECT max(txid) FROM tq_rolled_back), 0)""", [])
     last_cts = max(int(row[0]), int(row[1]))
     highest = max(highest, int(row[2]), int(row[3]), int(row[4]))
-    oracle = backend.oracle
-    assert isinstance(oracle, LocalOracle)
-    oracle.seed(highest + 1, last_cts)
+    return highest + 1, last_cts

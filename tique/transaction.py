@@ -65,10 +65,16 @@ class CommitStatements:
             if call.name.upper() == "TQ_CERTIFY":
                 call.replace(certify.copy())
         self.commit_marker = backend.compile(marker)
+        # Engines without RETURNING certify first, then insert the marker with the verdict.
+        self.certify = backend.compile(certify)
+        self.outcome = backend.compile(exp.insert(
+            exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"),
+                       exp.Placeholder(this="tq_committed")),
+            "tq_outcome", columns=["cts", "txid", "did_commit"]))
         # Debug fault `no-certify`: the same marker, certified unconditionally.
         self.unconditional_marker = backend.compile(exp.insert(
             exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"), exp.true()),
-            "tq_outcome", columns=["cts", "txid", "committed"]))
+            "tq_outcome", columns=["cts", "txid", "did_commit"]))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
     def write_set(self, tables: list[TableDef]) -> Compiled:
@@ -118,11 +124,16 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     try:
         ws = sql.write_set(tables)
         backend.execute(raw, ws.sql, ws.values((), ctx))
-        marker = sql.unconditional_marker if "no-certify" in faults else sql.commit_marker
         try:
-            cur = backend.execute(raw, marker.sql, marker.values((), ctx))
-            row = cur.fetchone() if cur.description else (True,)
-            committed = bool(row[0])
+            if "no-certify" in faults:
+                backend.execute(raw, sql.unconditional_marker.sql, sql.unconditional_marker.values((), ctx))
+                committed = True
+            elif backend.supports_returning:
+                cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
+                committed = bool(cur.fetchone()[0])
+            else:
+                committed = not backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx))
+                backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": committed}))
         except Exception as error:
             if not backend.is_unique_violation(error):
                 raise

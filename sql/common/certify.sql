@@ -9,5 +9,5 @@ JOIN tq_write_sets AS theirs ON theirs.key_hash = mine.key_hash AND theirs.txid 
 LEFT JOIN tq_outcome AS o ON o.cts = theirs.cts
 WHERE mine.txid = CAST(:tq_txid AS BIGINT)
   AND theirs.cts > CAST(:tq_sts AS BIGINT)
-  AND (o.committed IS NULL OR o.committed)
+  AND (o.did_commit IS NULL OR o.did_commit)
 LIMIT 1

@@ -18,7 +18,7 @@ FROM (
                 THEN CAST(:tq_sts AS BIGINT) + 1 ELSE o.cts END AS tq_ord,
            c.tq_seq
     FROM cache_table AS c
-    LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.committed
+    LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
     WHERE (c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
        OR o.cts <= CAST(:tq_sts AS BIGINT)
   ) AS tq_versions

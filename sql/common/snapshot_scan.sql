@@ -7,7 +7,7 @@ FROM storage_table AS s
 WHERE NOT EXISTS (
   SELECT 1
   FROM cache_table AS c
-  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.committed
+  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
   WHERE TQ_KEY_MATCH(c, s)
     AND ((c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
          OR o.cts <= CAST(:tq_sts AS BIGINT))
@@ -22,7 +22,7 @@ FROM (
                          THEN CAST(:tq_sts AS BIGINT) + 1 ELSE o.cts END DESC,
                     c.tq_seq DESC) AS tq_rank
   FROM cache_table AS c
-  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.committed
+  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
   WHERE (c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
        OR o.cts <= CAST(:tq_sts AS BIGINT)
 ) AS tq_cached

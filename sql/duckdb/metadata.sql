@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS tq_tables (name VARCHAR PRIMARY KEY, ddl VARCHAR NOT 
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 -- The commit marker (committed) or abort marker; one row per commit timestamp, so
 -- the first of the owner and a timeout resolver to insert one wins.
-CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, committed BOOLEAN NOT NULL);
+CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, did_commit BOOLEAN NOT NULL);
 -- Transactions that ended without a commit timestamp but may have left cache rows.
 CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
 -- Hashed (table, key) write-sets of transactions that are certifying or certified.

@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS tq_tables (name TEXT PRIMARY KEY, ddl TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
 CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);
-CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, committed BOOLEAN NOT NULL);
+CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, did_commit BOOLEAN NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_outcome_txid ON tq_outcome (txid);
 CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
 CREATE UNLOGGED TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);
@@ -99,7 +99,7 @@ BEGIN
         CONTINUE;
       END IF;
     END IF;
-    INSERT INTO tq_outcome (cts, txid, committed) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
+    INSERT INTO tq_outcome (cts, txid, did_commit) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
   END LOOP;
 END $$;
 
@@ -142,7 +142,7 @@ BEGIN
   INSERT INTO tq_ended (txid) SELECT b.txid FROM tq_begun b ON CONFLICT DO NOTHING;
   SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
   SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO last_cts FROM tq_cts_seq;
-  INSERT INTO tq_outcome (cts, txid, committed)
+  INSERT INTO tq_outcome (cts, txid, did_commit)
     SELECT g, (SELECT c.txid FROM tq_committing c WHERE c.cts = g LIMIT 1), FALSE
     FROM generate_series(s + 1, last_cts) AS g
   ON CONFLICT (cts) DO NOTHING;

@@ -25,7 +25,8 @@ def open_database(url: str, **options: object) -> Backend:
                 from tique.backends.postgres import PostgresBackend
                 backend = PostgresBackend(url, **options)
             elif scheme == "monetdb":
-                raise InterfaceError("monetdb:// URLs need the MonetDB backend, which this version does not include yet")
+                from tique.backends.monetdb import MonetDBBackend
+                backend = MonetDBBackend(url, **options)
             else:
                 raise InterfaceError(f"unknown database URL scheme {scheme!r} in {url!r}; use duckdb:///path.db or postgresql://user@host:port/db")
             _databases[url] = backend

@@ -36,9 +36,16 @@ class Backend(ABC):
     def close(self) -> None:
         self.closed = True
 
+    supports_returning = True  # INSERT ... RETURNING: certification and commit marker in one statement
+
     @abstractmethod
-    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
-        """Runs one statement; returns a DB-API cursor positioned on its result."""
+    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+        """Runs one statement; returns a DB-API cursor positioned on its result.
+        `analytic` marks a scan-heavy read, for engines that plan those differently."""
+
+    def install(self, raw: Any) -> None:
+        """Creates tique's metadata (idempotent)."""
+        self.run_script(raw, self.metadata_script())
 
     def rows(self, raw: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
         cur = self.execute(raw, sql, params)
@@ -135,7 +142,7 @@ class Backend(ABC):
 
     # -- transaction metadata ---------------------------------------------
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
-        self.execute(raw, self._sql("INSERT INTO tq_outcome (cts, txid, committed) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING"), [cts, txid])
+        self.execute(raw, self._sql("INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING"), [cts, txid])
 
     def _sql(self, text: str) -> str:
         """Fixed metadata statements are written with $n markers, which every backend here reads."""

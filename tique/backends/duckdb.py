@@ -42,7 +42,7 @@ class DuckDBBackend(Backend):
         super().close()
         self._base.close()
 
-    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
         return raw.execute(sql, list(params)) if params else raw.execute(sql)
 
     def affected(self, cursor: Any) -> int:

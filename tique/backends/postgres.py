@@ -38,7 +38,7 @@ class PostgresBackend(Backend):
     def close_raw(self, raw: Any) -> None:
         raw.close()
 
-    def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
         cur = raw.cursor()
         cur.execute(sql, list(params))
         return cur

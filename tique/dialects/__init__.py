@@ -1,0 +1,1 @@
+"""sqlglot dialects tique adds for engines sqlglot does not cover."""
