@@ -15,7 +15,7 @@ from tique.backends import forget_database  # noqa: E402
 from tique.checkpoint import stop_background_checkpointer  # noqa: E402
 from pg_cluster import ThrowawayCluster, ensure_postgres_installed  # noqa: E402
 
-ENGINES = ["duckdb", "postgres"]
+ENGINES = ["duckdb", "postgres", "monetdb"]
 _names = itertools.count(1)
 
 
@@ -29,9 +29,26 @@ def pg_cluster() -> Iterator[ThrowawayCluster]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def monetdb_server() -> Iterator[Any]:
+    from monetdb_server import MonetDBServer
+
+    try:
+        server = MonetDBServer()
+    except FileNotFoundError as reason:
+        pytest.skip(str(reason))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def new_url(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if engine == "duckdb":
         return f"duckdb:///{tmp_path}/tique-{next(_names)}.db"
+    if engine == "monetdb":
+        server = request.getfixturevalue("monetdb_server")
+        return f"{server.url}?schema=tique_{next(_names)}"
     cluster = request.getfixturevalue("pg_cluster")
     return cluster.create_database(f"tique_{next(_names)}")
 

@@ -115,6 +115,10 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
     return counts[0]
 
 
+class _Lost(Exception):
+    """A timeout resolver decided this commit timestamp (an abort) before its owner did."""
+
+
 def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                   timeout: float, faults: frozenset[str] = frozenset()) -> None:
     oracle = backend.oracle
@@ -125,6 +129,8 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         ws = sql.write_set(tables)
         backend.execute(raw, ws.sql, ws.values((), ctx))
         try:
+            if not oracle.decide(raw, cts):
+                raise _Lost()
             if "no-certify" in faults:
                 backend.execute(raw, sql.unconditional_marker.sql, sql.unconditional_marker.values((), ctx))
                 committed = True
@@ -134,6 +140,8 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             else:
                 committed = not backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx))
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": committed}))
+        except _Lost:
+            committed, lost = False, True
         except Exception as error:
             if not backend.is_unique_violation(error):
                 raise

@@ -27,6 +27,9 @@ PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-sid
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
 _DOLLAR = re.compile(r"\$(\d+)")
 _TOKEN = re.compile(r"__tqp_(\w+?)__")
+# MonetDB aborts an INSERT ... SELECT that reads a table others append to, but never a
+# plain INSERT ... VALUES: tique's own INSERT ... SELECTs run as a read, then the insert.
+_INTERNAL_INSERT = re.compile(r'^INSERT INTO ("?(?:tq_\w+|\w+_cache|\w+_storage)"?) (\([^)]*\)) ((?:SELECT|WITH|\().*)$', re.DOTALL)
 
 
 @dataclass
@@ -90,6 +93,9 @@ class MonetDBBackend(Backend):
             text, values = _dollar_to_format(sql, params)
         else:
             text, values = sql, list(params)
+        split = _INTERNAL_INSERT.match(text)
+        if split is not None:
+            return self._insert_via_client(raw, split, values)
         if not values:
             cur.execute(text.replace("%%", "%") if "%%" in text else text)
             return cur
@@ -109,6 +115,16 @@ class MonetDBBackend(Backend):
                 cur = raw.cursor()
         cur.execute(text, values)
         return cur
+
+    def _insert_via_client(self, raw: Session, split: re.Match[str], values: list) -> Any:
+        target, columns, query = split.groups()
+        rows = self.execute(raw, query, values).fetchall()
+        cur = raw.cursor()
+        if rows:
+            marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
+            cur.execute(f"INSERT INTO {target} {columns.replace('%', '%%')} VALUES {', '.join([marks] * len(rows))}",
+                        [v for row in rows for v in row])
+        return _Inserted(len(rows))
 
     def _prepare(self, raw: Session, text: str) -> tuple[int, int] | None:
         plain = text.replace("%s", "?").replace("%%", "%")
@@ -196,6 +212,10 @@ class MonetDBBackend(Backend):
                     f"`monetdb set embedc=true <database>` and restart the database. (server said: {text.strip()})") from error
             raise
 
+    def drop_ddl(self, table: Any) -> list[str]:
+        # MonetDB has no DROP SEQUENCE IF EXISTS; the catalog says whether there is one.
+        return [d.replace("DROP SEQUENCE IF EXISTS", "DROP SEQUENCE") for d in super().drop_ddl(table)]
+
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
         text = str(error)
         if "constraint" in text.lower() and "violated" in text.lower():
@@ -213,12 +233,8 @@ class MonetDBBackend(Backend):
         return found.group(1).strip("'\"") if found else None
 
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
-        """No ON CONFLICT here: a commit marker that got in first simply wins."""
-        try:
-            self.execute(raw, "INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE)", [cts, txid])
-        except pymonetdb.exceptions.Error as error:
-            if not self.is_unique_violation(error):
-                raise
+        """Callers hold the oracle's decision for cts (expired, or its owner dead)."""
+        self.execute(raw, "INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE)", [cts, txid])
 
     def try_checkpoint_latch(self, raw: Any) -> bool:
         return self.oracle.try_latch(raw, 60_000)
@@ -230,6 +246,14 @@ class MonetDBBackend(Backend):
         from tique.recovery import recover_from_log
 
         return recover_from_log(self, raw)
+
+
+class _Inserted:
+    """The result of an insert sent as read-then-insert: only its row count."""
+    description = None
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
 
 
 def _split(script: str) -> list[str]:

@@ -16,5 +16,13 @@ class MonetDB(Postgres):
                 return f"NEXT VALUE FOR {self.sql(exp.to_identifier(name, quoted=True))}"
             return super().anonymous_sql(expression)
 
+        def datatype_sql(self, expression: exp.DataType) -> str:
+            # MonetDB's VARCHAR must have a length; an unbounded one is TEXT (CLOB).
+            if expression.is_type(exp.DataType.Type.VARCHAR, exp.DataType.Type.NVARCHAR) and not expression.expressions:
+                return "TEXT"
+            if expression.is_type(exp.DataType.Type.VARBINARY):
+                return "BLOB"
+            return super().datatype_sql(expression)
+
 
 Dialect.classes["monetdb"] = MonetDB

@@ -25,6 +25,10 @@ class Oracle(Protocol):
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
         """A commit timestamp; others may abort it if it stays undecided past `timeout` seconds."""
 
+    def decide(self, raw: Any, cts: int) -> bool:
+        """For engines whose outcome table cannot arbitrate (no unique key): claim cts for
+        its owner's commit marker. Oracles whose outcome table has one row per cts return True."""
+
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from tique.errors import OperationalError
 
-CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH = range(1, 13)
+CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE = range(1, 14)
 _CALL = "SELECT r1, r2, r3 FROM tq_oracle($1, $2, $3)"
 
 
@@ -43,14 +43,28 @@ class MonetDBOracle:
             raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
         return cts
 
+    def decide(self, raw: Any, cts: int) -> bool:
+        """Claims cts for its owner's commit marker; False if a resolver aborted it first."""
+        return self._one(raw, DECIDE, cts)[0] == 1
+
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         while True:
-            status, stuck_cts, stuck_txid = self._one(raw, PUBLISH, txid, cts)
+            status, stuck_cts, detail = self._one(raw, PUBLISH, txid, cts)
             if status <= 0:
                 return
-            # Its owner held it past its deadline: abort it (its own marker then loses).
-            self._abort_writer(raw, stuck_cts, stuck_txid)
-            self._one(raw, RESOLVE, stuck_cts)
+            if status == 1:
+                # Its owner held it past its deadline undecided: the oracle has expired it,
+                # so the owner can no longer write a commit marker; write the abort.
+                self._abort_writer(raw, stuck_cts, detail)
+                self._one(raw, RESOLVE, stuck_cts)
+                continue
+            # Claimed by an owner that has not published: only its death decides for it.
+            alive = self._rows(raw, "SELECT count(*) FROM sys.sessions WHERE sessionid = $1", [detail])[0][0]
+            if not alive:
+                written = self._rows(raw, "SELECT count(*) FROM tq_outcome WHERE cts = $1", [stuck_cts])[0][0]
+                if not written:
+                    self._abort_writer(raw, stuck_cts, None)
+                self._one(raw, RESOLVE, stuck_cts)
 
     def stable_timestamp(self, raw: Any) -> int:
         # Transactions of sessions that no longer exist will never end by themselves.
