@@ -24,6 +24,9 @@ from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
 
+CONFLICT_RETRIES = 20
+
+
 @dataclass
 class CheckpointReport:
     stable: int
@@ -58,6 +61,17 @@ class Checkpointer:
             self._compiled[key] = found
         return found
 
+    def _execute(self, step: Compiled, context: dict[str, int]) -> Any:
+        """Each step is idempotent, so one the engine aborted for a concurrent append
+        (MonetDB does, for a statement reading a table others insert into) runs again."""
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                return self.backend.execute(self.raw, step.sql, step.values((), context))
+            except Exception as error:
+                if attempt + 1 == CONFLICT_RETRIES or not self.backend.is_transient_conflict(error):
+                    raise
+                time.sleep(0.002 * (attempt + 1))
+
     def run_once(self) -> CheckpointReport:
         started = time.perf_counter()
         backend, raw = self.backend, self.raw
@@ -83,12 +97,12 @@ class Checkpointer:
         for name, ddl in catalog:
             delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
             for step in (delete_storage, insert_storage):
-                cur = backend.execute(raw, step.sql, step.values((), context))
+                cur = self._execute(step, context)
                 if step is insert_storage:
                     moved += max(backend.affected(cur), 0)
-            purged += max(backend.affected(backend.execute(raw, purge_cache.sql, purge_cache.values((), context))), 0)
+            purged += max(backend.affected(self._execute(purge_cache, context)), 0)
         for step in self._metadata:
-            backend.execute(raw, step.sql, step.values((), context))
+            self._execute(step, context)
         return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
 
 

@@ -14,12 +14,13 @@
 -- ops: 1 claim recovery  2 seed(next_txid, last_cts)  3 begin(session)  4 end(txid)
 --      5 take(txid, lease_ms)  6 publish(txid, cts)  7 resolve(cts)  8 stable
 --      9 status  10 active list  11 expire(txid)  12 latch(acquire?, lease_ms)  13 decide(cts)
+--      14 rebind(session id)
 CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TABLE(r1 BIGINT, r2 BIGINT, r3 BIGINT) LANGUAGE C {
 #include <pthread.h>
 #include <time.h>
     /* tique database: TQ_NAMESPACE */
     typedef struct { long long txid, sts, session; } tq_active;
-    typedef struct { long long cts, txid; double deadline; int resolved, decided, expired; } tq_pending;
+    typedef struct { long long cts, txid; double deadline, taken; int resolved, decided, expired; } tq_pending;
     static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
     static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
     static int seeded = 0;
@@ -43,7 +44,7 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
     now = now_ts.tv_sec + now_ts.tv_nsec / 1e9;
 
 #define TQ_ADVANCE() do { int moved = 0, again = 1;  while (again) { again = 0;  for (k = 0; k < n_pending; k++) {  if (pending[k].cts == snapshot + 1 && pending[k].resolved) {  snapshot++; pending[k] = pending[--n_pending]; again = 1; moved = 1; break; } } }  if (moved) pthread_cond_broadcast(&changed); } while (0)
-#define TQ_RESOLVE(c) do { int found = 0;  for (k = 0; k < n_pending; k++) if (pending[k].cts == (c)) { pending[k].resolved = 1; found = 1; }  if (!found && (c) > snapshot) {  if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;  pending = realloc(pending, cap_pending * sizeof(tq_pending)); }  pending[n_pending].cts = (c); pending[n_pending].txid = 0; pending[n_pending].deadline = 0;  pending[n_pending].resolved = 1; pending[n_pending].decided = 1; pending[n_pending].expired = 0; n_pending++; }  TQ_ADVANCE(); } while (0)
+#define TQ_RESOLVE(c) do { int found = 0;  for (k = 0; k < n_pending; k++) if (pending[k].cts == (c)) { pending[k].resolved = 1; found = 1; }  if (!found && (c) > snapshot) {  if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;  pending = realloc(pending, cap_pending * sizeof(tq_pending)); }  pending[n_pending].cts = (c); pending[n_pending].txid = 0; pending[n_pending].deadline = 0; pending[n_pending].taken = now;  pending[n_pending].resolved = 1; pending[n_pending].decided = 1; pending[n_pending].expired = 0; n_pending++; }  TQ_ADVANCE(); } while (0)
 #define TQ_DROP_ACTIVE(t) do { for (k = 0; k < n_active; k++) if (active[k].txid == (t)) {  active[k] = active[--n_active]; break; } } while (0)
 
     if (code == 1) {            /* claim recovery: 1 = already seeded, 0 = caller recovers */
@@ -65,13 +66,16 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
             active = realloc(active, cap_active * sizeof(tq_active)); }
         active[n_active].txid = next_txid++; active[n_active].sts = snapshot; active[n_active].session = x;
         out1[0] = active[n_active].txid; out2[0] = snapshot; n_active++;
+        /* how long the next commit timestamp has been undecided (ms): a client that sees
+           an old one checks whether its outcome is already written (owner died after it) */
+        for (k = 0; k < n_pending; k++) if (pending[k].cts == snapshot + 1 && !pending[k].resolved) out3[0] = (long long)((now - pending[k].taken) * 1000);
     } else if (code == 4 || code == 11) {   /* end(txid) / expire(txid) */
         TQ_DROP_ACTIVE(x);
     } else if (code == 5) {     /* take(txid, lease_ms) -> cts */
         if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;
             pending = realloc(pending, cap_pending * sizeof(tq_pending)); }
         pending[n_pending].cts = next_cts++; pending[n_pending].txid = x;
-        pending[n_pending].deadline = now + y / 1000.0; pending[n_pending].resolved = 0; pending[n_pending].decided = 0; pending[n_pending].expired = 0;
+        pending[n_pending].deadline = now + y / 1000.0; pending[n_pending].taken = now; pending[n_pending].resolved = 0; pending[n_pending].decided = 0; pending[n_pending].expired = 0;
         out1[0] = pending[n_pending].cts; n_pending++;
     } else if (code == 6) {     /* publish(txid, cts): 0 = visible; 1 = r2 (owner r3) is stuck */
         TQ_DROP_ACTIVE(x);
@@ -122,6 +126,8 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
     } else if (code == 13) {    /* decide(cts): 1 = the owner may write its marker, 0 = it was aborted */
         out1[0] = 0;
         for (k = 0; k < n_pending; k++) if (pending[k].cts == x) { if (!pending[k].expired) { pending[k].decided = 1; out1[0] = 1; } }
+    } else if (code == 14) {    /* rebind(session id): the server reused it, so its earlier holder is gone */
+        for (k = 0; k < n_active; k++) if ((active[k].session & 0xFFFF) == x) active[k].session = -1;
     } else if (code == 12) {    /* checkpoint latch: acquire (x=1, lease y ms) or release (x=0) */
         if (x == 1 && latch_until <= now) { latch_until = now + y / 1000.0; out1[0] = 1; }
         else if (x == 0) { latch_until = 0; out1[0] = 1; }

@@ -129,6 +129,10 @@ class Backend(ABC):
     @abstractmethod
     def is_unique_violation(self, error: BaseException) -> bool: ...
 
+    def is_transient_conflict(self, error: BaseException) -> bool:
+        """An abort caused only by a concurrent transaction, worth running again."""
+        return False
+
     @abstractmethod
     def not_null_column(self, error: BaseException) -> str | None:
         """The column a NOT NULL violation names, or None for any other error."""

@@ -7,8 +7,9 @@ from typing import Any, Callable
 
 from tique.errors import OperationalError
 
-CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE = range(1, 14)
+CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND = range(1, 15)
 _CALL = "SELECT r1, r2, r3 FROM tq_oracle($1, $2, $3)"
+STALE_MS = 200  # a commit timestamp undecided this long may belong to a dead owner
 
 
 class MonetDBOracle:
@@ -25,13 +26,37 @@ class MonetDBOracle:
         rows = self._call(raw, op, a, b)
         return tuple(int(v) for v in rows[0])
 
+    def _session_token(self, raw: Any) -> int:
+        """MonetDB reuses session ids, so a session is its id and its login second."""
+        token = getattr(raw, "session_token", None)
+        if token is None:
+            (sid, login), = self._rows(raw, "SELECT sessionid, login FROM sys.sessions WHERE sessionid = current_sessionid()", [])
+            token = _token(int(sid), login)
+            # A session id the server hands out again belonged to a session that ended:
+            # transactions still registered under it are dead, whatever their login time.
+            self._one(raw, REBIND, int(sid))
+            raw.session_token = token
+        return token
+
+    def _live_sessions(self, raw: Any) -> set[int]:
+        return {_token(int(sid), login) for sid, login in self._rows(raw, "SELECT sessionid, login FROM sys.sessions", [])}
+
     def begin(self, raw: Any) -> tuple[int, int]:
-        for _ in range(2):
-            session = int(self._rows(raw, "SELECT current_sessionid()", [])[0][0])
-            txid, sts, _ = self._one(raw, BEGIN, session)
-            if txid >= 0:
+        for attempt in range(3):
+            txid, sts, blocked_ms = self._one(raw, BEGIN, self._session_token(raw))
+            if txid < 0:
+                self.recover(raw, force=False)  # the server restarted since the oracle was seeded
+                continue
+            if blocked_ms < STALE_MS or attempt == 2:
                 return txid, sts
-            self.recover(raw, force=False)  # the server restarted since the oracle was seeded
+            # The next commit has been pending a while: if its outcome is written (its
+            # owner died after the commit marker), it is decided; publish it and start over.
+            decided = self._rows(raw, "SELECT cts FROM tq_outcome WHERE cts > $1", [sts])
+            if not decided:
+                return txid, sts
+            for (cts,) in decided:
+                self._one(raw, RESOLVE, int(cts))
+            self.end(raw, txid)
         raise OperationalError("the MonetDB oracle could not be seeded after a restart")
 
     def end(self, raw: Any, txid: int) -> None:
@@ -59,8 +84,7 @@ class MonetDBOracle:
                 self._one(raw, RESOLVE, stuck_cts)
                 continue
             # Claimed by an owner that has not published: only its death decides for it.
-            alive = self._rows(raw, "SELECT count(*) FROM sys.sessions WHERE sessionid = $1", [detail])[0][0]
-            if not alive:
+            if detail not in self._live_sessions(raw):
                 written = self._rows(raw, "SELECT count(*) FROM tq_outcome WHERE cts = $1", [stuck_cts])[0][0]
                 if not written:
                     self._abort_writer(raw, stuck_cts, None)
@@ -68,8 +92,9 @@ class MonetDBOracle:
 
     def stable_timestamp(self, raw: Any) -> int:
         # Transactions of sessions that no longer exist will never end by themselves.
-        dead = self._rows(raw, "SELECT a.r1 FROM tq_oracle($1, 0, 0) AS a WHERE a.r3 NOT IN (SELECT sessionid FROM sys.sessions)", [ACTIVE])
-        for (txid,) in dead:
+        live = self._live_sessions(raw)
+        dead = [txid for txid, _, session in self._call(raw, ACTIVE) if int(session) not in live]
+        for txid in dead:
             self._rows(raw, "INSERT INTO tq_rolled_back (txid) VALUES ($1)", [int(txid)])
             self._one(raw, EXPIRE, int(txid))
         return self._one(raw, STABLE)[0]
@@ -88,3 +113,7 @@ class MonetDBOracle:
 
     def release_latch(self, raw: Any) -> None:
         self._one(raw, LATCH, 0)
+
+
+def _token(session_id: int, login: Any) -> int:
+    return int(login.timestamp()) * 65536 + session_id
