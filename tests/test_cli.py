@@ -71,3 +71,11 @@ def test_demo_conserves_money(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "tique-duckdb" in out and "native-duckdb" in out
     assert "NO" not in out
+
+
+def test_bench_keys_prints_throughput_and_phases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"duckdb:///{tmp_path}/keys.db"
+    assert main(["bench", "keys", "--duckdb", url, "--clients", "2", "--seconds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "tique-duckdb" in out and "commits/s" in out
+    assert "ms per committed transaction" in out and "certification" in out

@@ -86,6 +86,22 @@ def _overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_keys(args: argparse.Namespace) -> int:
+    from bench.keys import native_monetdb, report, tique_system
+
+    rows = []
+    for clients in args.clients:
+        if args.monetdb:
+            rows.append(native_monetdb(args.monetdb, clients, args.seconds))
+            rows.append(tique_system(args.monetdb, clients, args.seconds, "tique-monetdb", commit_timeout=args.commit_timeout,
+                                     checkpoint_interval_ms=args.checkpoint_ms))
+        if args.duckdb:
+            rows.append(tique_system(args.duckdb, clients, args.seconds, "tique-duckdb", commit_timeout=args.commit_timeout,
+                                     checkpoint_interval_ms=args.checkpoint_ms))
+        print(report(rows), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tique", description="Transactions in the query engine.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,6 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     ov.add_argument("--url", help="default: a temporary DuckDB database")
     ov.add_argument("--repeats", type=int, default=2000)
     ov.set_defaults(func=_overhead)
+
+    bench = sub.add_parser("bench", help="benchmarks: tique against native engines, printed side by side")
+    bench_sub = bench.add_subparsers(dest="benchmark", required=True)
+    keys = bench_sub.add_parser("keys", help="transactions that read and update 2 random keys of a 10,000-row table")
+    keys.add_argument("--monetdb", metavar="URL", help="monetdb://user:pw@host:port/db: native MonetDB vs tique-monetdb")
+    keys.add_argument("--duckdb", metavar="URL", help="also tique on this DuckDB URL")
+    keys.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    keys.add_argument("--seconds", type=float, default=10.0)
+    keys.add_argument("--commit-timeout", type=float, default=10.0)
+    keys.add_argument("--checkpoint-ms", type=int, default=200, help="background checkpointer interval for tique runs")
+    keys.set_defaults(func=_bench_keys)
 
     args = parser.parse_args(argv)
     try:

@@ -1,0 +1,228 @@
+"""Read-and-update-two-keys transactions: the measurement behind tique's MonetDB case.
+
+Each transaction reads 2 random keys of a 10,000-row table and updates both. Native runs
+use the engine's own transactions; tique runs send the same SQL through tique. Clients
+are threads, each with its own connection: the client side mostly waits on the server,
+and threads keep one process's tique connections on one in-process oracle (DuckDB).
+"""
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import tique
+
+ROWS = 10_000
+READ = "SELECT v FROM kv WHERE k = ?"
+UPDATE = "UPDATE kv SET v = v + 1 WHERE k = ?"
+
+
+@dataclass
+class KeysResult:
+    system: str
+    clients: int
+    seconds: float
+    commits: int = 0
+    aborts: int = 0
+    latencies: list[float] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per committed transaction
+
+    @property
+    def throughput(self) -> float:
+        return self.commits / self.seconds if self.seconds else 0.0
+
+    @property
+    def abort_rate(self) -> float:
+        total = self.commits + self.aborts
+        return self.aborts / total if total else 0.0
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+
+Client = tuple[Callable[[str, tuple], Any], Callable[[], None], Callable[[], None], tuple[type, ...]]
+
+
+def _drive(system: str, clients: int, seconds: float, open_client: Callable[[], Client]) -> KeysResult:
+    result = KeysResult(system, clients, seconds)
+    lock = threading.Lock()
+    start = threading.Barrier(clients + 1)
+    stop_at = [0.0]
+
+    def worker(seed: int) -> None:
+        execute, commit, rollback, aborted = open_client()
+        rng = random.Random(seed)
+        commits = aborts = 0
+        latencies = []
+        start.wait()
+        while time.perf_counter() < stop_at[0]:
+            a, b = rng.sample(range(1, ROWS + 1), 2)
+            began = time.perf_counter()
+            try:
+                execute(READ, (a,))
+                execute(READ, (b,))
+                execute(UPDATE, (a,))
+                execute(UPDATE, (b,))
+                commit()
+                commits += 1
+                latencies.append(time.perf_counter() - began)
+            except aborted:
+                aborts += 1
+                try:
+                    rollback()
+                except Exception:
+                    pass
+        with lock:
+            result.commits += commits
+            result.aborts += aborts
+            result.latencies.extend(latencies)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    began = time.perf_counter()
+    stop_at[0] = began + seconds  # set before the barrier opens, so every worker sees it
+    start.wait()
+    for t in threads:
+        t.join(timeout=seconds + 120)
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+# -- native MonetDB ------------------------------------------------------------------
+
+def _monetdb_args(url: str) -> dict:
+    from urllib.parse import unquote, urlsplit
+    parts = urlsplit(url)
+    return dict(hostname=parts.hostname, port=parts.port or 50000, username=unquote(parts.username or "monetdb"),
+                password=unquote(parts.password or "monetdb"), database=parts.path.lstrip("/"))
+
+
+def native_monetdb(url: str, clients: int, seconds: float) -> KeysResult:
+    import pymonetdb
+
+    args = _monetdb_args(url)
+    setup = pymonetdb.connect(autocommit=True, **args)
+    cur = setup.cursor()
+    cur.execute("DROP TABLE IF EXISTS kv_native")
+    cur.execute("CREATE TABLE kv_native (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    cur.execute(f"INSERT INTO kv_native SELECT value, 0 FROM sys.generate_series(1, {ROWS + 1})")
+
+    def open_client() -> Client:
+        conn = pymonetdb.connect(autocommit=False, **args)
+        c = conn.cursor()
+
+        def execute(sql: str, params: tuple) -> Any:
+            c.execute(sql.replace("kv", "kv_native").replace("?", "%s"), params)
+            return c.fetchall() if c.description else None
+
+        return execute, conn.commit, conn.rollback, (pymonetdb.exceptions.OperationalError, pymonetdb.exceptions.IntegrityError)
+
+    try:
+        return _drive("native-monetdb", clients, seconds, open_client)
+    finally:
+        setup.close()
+
+
+# -- tique ----------------------------------------------------------------------------
+
+_PHASES = [
+    ("begin", re.compile(r"tq_oracle\(")),
+    ("certification", re.compile(r"FROM tq_write_sets AS mine", re.I)),
+    ("write-set", re.compile(r"^INSERT INTO \"?tq_write_sets", re.I)),
+    ("commit marker", re.compile(r"^INSERT INTO \"?tq_outcome", re.I)),
+    ("writes", re.compile(r"^INSERT INTO \"?\w+_cache", re.I)),
+    ("reads", re.compile(r"^SELECT", re.I)),
+]
+_ORACLE_OPS = {3: "begin", 5: "commit timestamp", 6: "snapshot advance", 13: "commit marker", 4: "begin"}
+
+
+def _phase_of(sql: str, params: Any) -> str:
+    if "tq_oracle(" in sql and params:
+        return _ORACLE_OPS.get(int(params[0]), "oracle other")
+    for name, pattern in _PHASES:
+        if pattern.search(sql):
+            return name
+    return "other"
+
+
+def tique_system(url: str, clients: int, seconds: float, system: str, **options: Any) -> KeysResult:
+    setup = tique.connect(url, autocommit=True, **options)
+    cur = setup.cursor()
+    cur.execute("DROP TABLE IF EXISTS kv")
+    cur.execute("CREATE TABLE kv (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    setup.autocommit = False
+    for first in range(1, ROWS + 1, 1000):  # 1,000 rows per statement, values bound
+        keys = list(range(first, min(first + 1000, ROWS + 1)))
+        cur.execute("INSERT INTO kv VALUES " + ", ".join(["(?, 0)"] * len(keys)), keys)
+        setup.commit()
+    from tique.checkpoint import checkpoint
+    checkpoint(setup)
+
+    backend = setup.backend
+    spent: dict[str, float] = defaultdict(float)
+    spent_lock = threading.Lock()
+    original = backend.execute
+
+    def timed(raw: Any, sql: str, params: Any, analytic: bool = False) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(raw, sql, params, analytic)
+        finally:
+            elapsed = time.perf_counter() - began
+            with spent_lock:
+                spent[_phase_of(sql, params)] += elapsed
+
+    backend.execute = timed  # type: ignore[method-assign]
+
+    def open_client() -> Client:
+        conn = tique.connect(url, **options)
+        c = conn.cursor()
+
+        def execute(sql: str, params: tuple) -> Any:
+            c.execute(sql, params)
+            return c.fetchall() if c.description else None
+
+        return execute, conn.commit, conn.rollback, (tique.SerializationFailure,)
+
+    try:
+        result = _drive(system, clients, seconds, open_client)
+    finally:
+        del backend.execute
+        from tique.checkpoint import stop_background_checkpointer
+        stop_background_checkpointer(backend)
+        setup.close()
+    if result.commits:
+        result.phases = {name: total / result.commits for name, total in sorted(spent.items())}
+    return result
+
+
+def report(rows: list[KeysResult]) -> str:
+    lines = [f"{'system':<16}{'clients':>8}{'commits/s':>11}{'abort rate':>12}{'p50 ms':>9}{'p99 ms':>9}"]
+    for r in rows:
+        lines.append(f"{r.system:<16}{r.clients:>8}{r.throughput:>11.1f}{r.abort_rate:>12.1%}"
+                     f"{r.percentile(0.5) * 1000:>9.1f}{r.percentile(0.99) * 1000:>9.1f}")
+    by_clients: dict[int, dict[str, KeysResult]] = defaultdict(dict)
+    for r in rows:
+        by_clients[r.clients][r.system] = r
+    lines.append("")
+    for clients, systems in sorted(by_clients.items()):
+        native = next((r for s, r in systems.items() if s.startswith("native")), None)
+        for name, r in systems.items():
+            if native is not None and r is not native and native.throughput:
+                lines.append(f"{clients:>3} clients: {name} commits/s = {r.throughput / native.throughput:.1f}x {native.system}")
+    for r in rows:
+        if r.phases:
+            total = sum(r.phases.values())
+            parts = ", ".join(f"{k} {v * 1000:.2f}" for k, v in r.phases.items())
+            lines.append(f"{r.system} @ {r.clients} clients, ms per committed transaction (all attempts' statements): {parts} (sum {total * 1000:.1f})")
+    return "\n".join(lines)
