@@ -110,10 +110,21 @@ def durable_cluster():  # type: ignore[no-untyped-def]
 
 
 def test_postgres_restart_mid_workload(durable_cluster) -> None:  # type: ignore[no-untyped-def]
-    """Transfers run while the server crashes (immediate restart). Afterwards recovery
+    _transfers_survive_restart(durable_cluster.create_database("restart"), lambda: durable_cluster.restart("immediate"))
+
+
+def test_monetdb_restart_mid_workload(monetdb_server) -> None:  # type: ignore[no-untyped-def]
+    """The C UDF oracle's state dies with the server; the first client afterwards
+    re-seeds it from the committed log."""
+    if monetdb_server.process is None:
+        pytest.skip("TIQUE_MONETDB_URL names a server these tests cannot restart")
+    _transfers_survive_restart(f"{monetdb_server.url}?schema=restart_{int(time.time())}", monetdb_server.restart)
+
+
+def _transfers_survive_restart(url: str, restart: Callable[[], None]) -> None:
+    """Transfers run while the server crashes (killed and restarted). Afterwards recovery
     has run on the first connection, money is conserved, and every transfer that was
     acknowledged is in the ledger."""
-    url = durable_cluster.create_database("restart")
     setup = tique.connect(url, autocommit=True)
     cur = setup.cursor()
     cur.execute("CREATE TABLE acct (id INTEGER PRIMARY KEY, bal INTEGER NOT NULL)")
@@ -168,7 +179,7 @@ def test_postgres_restart_mid_workload(durable_cluster) -> None:  # type: ignore
         t.start()
     time.sleep(2.0)
     before_restart = len(acknowledged)
-    durable_cluster.restart("immediate")
+    restart()
     time.sleep(3.0)
     stop.set()
     for t in threads:
