@@ -1,4 +1,6 @@
-"""Small helpers the tests share: run a statement for its rowcount, or for its rows."""
+"""Small helpers the tests share: run a statement for its rowcount, or for its rows, and
+look up what the engine's catalog holds (tables, columns, sequences, indexes) in the
+test's own database or, on MonetDB, its own schema."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -20,3 +22,52 @@ def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[t
     cur = conn.cursor()
     cur.execute(sql, params)
     return cur.fetchall()
+
+
+# -- the engine's catalog ------------------------------------------------------------------
+# MonetDB has no information_schema; its sys.* tables say the same, and every MonetDB test
+# has a schema of its own on a shared server, so lookups there stay inside current_schema.
+
+_MONETDB_IN_SCHEMA = "JOIN sys.schemas AS s ON s.id = {owner}.schema_id WHERE s.name = current_schema"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def table_names(native: Native, engine: str) -> set[str]:
+    """Every table (and view) of the test's database or schema."""
+    if engine == "monetdb":
+        sql = f"SELECT t.name FROM sys.tables AS t {_MONETDB_IN_SCHEMA.format(owner='t')} AND NOT t.system"
+    else:
+        sql = "SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN ('information_schema', 'pg_catalog')"
+    return {name for (name,) in native(sql)}
+
+
+def column_names(native: Native, engine: str, table: str) -> set[str]:
+    if engine == "monetdb":
+        sql = (f"SELECT c.name FROM sys.columns AS c JOIN sys.tables AS t ON t.id = c.table_id "
+               f"{_MONETDB_IN_SCHEMA.format(owner='t')} AND t.name = {_literal(table)}")
+    else:
+        sql = f"SELECT column_name FROM information_schema.columns WHERE table_name = {_literal(table)}"
+    return {name for (name,) in native(sql)}
+
+
+def sequence_names(native: Native, engine: str) -> set[str]:
+    if engine == "duckdb":
+        sql = "SELECT sequence_name FROM duckdb_sequences()"
+    elif engine == "monetdb":
+        sql = f"SELECT q.name FROM sys.sequences AS q {_MONETDB_IN_SCHEMA.format(owner='q')}"
+    else:
+        sql = "SELECT sequence_name FROM information_schema.sequences"
+    return {name for (name,) in native(sql)}
+
+
+def index_names(native: Native, engine: str) -> set[str]:
+    if engine == "duckdb":
+        sql = "SELECT index_name FROM duckdb_indexes()"
+    elif engine == "monetdb":
+        sql = f"SELECT i.name FROM sys.idxs AS i JOIN sys.tables AS t ON t.id = i.table_id {_MONETDB_IN_SCHEMA.format(owner='t')}"
+    else:
+        sql = "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+    return {name for (name,) in native(sql)}

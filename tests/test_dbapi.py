@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 import tique
-from sqlhelp import rows, run
+from sqlhelp import column_names, index_names, rows, run, sequence_names, table_names
 from tique.backends import forget_database
 
 Connect = Callable[..., tique.Connection]
@@ -26,21 +26,8 @@ EXCEPTION_NAMES = (
 
 
 
-def physical_tables(native: Native, prefix: str) -> set[str]:
-    found = native("SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN ('information_schema', 'pg_catalog')")
-    return {name for (name,) in found if name == prefix or name.startswith(prefix + "_")}
-
-
-def sequences(native: Native, engine: str) -> set[str]:
-    if engine == "duckdb":
-        return {name for (name,) in native("SELECT sequence_name FROM duckdb_sequences()")}
-    return {name for (name,) in native("SELECT sequence_name FROM information_schema.sequences")}
-
-
-def indexes(native: Native, engine: str) -> set[str]:
-    if engine == "duckdb":
-        return {name for (name,) in native("SELECT index_name FROM duckdb_indexes()")}
-    return {name for (name,) in native("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
+def physical_tables(native: Native, engine: str, prefix: str) -> set[str]:
+    return {name for name in table_names(native, engine) if name == prefix or name.startswith(prefix + "_")}
 
 
 def catalog_names(native: Native) -> set[str]:
@@ -214,7 +201,7 @@ def test_rowcount_of_inserts(connect: Connect, native: Native) -> None:
     assert run(conn, "INSERT INTO acct (id, owner, balance) VALUES (?, ?, ?), (?, ?, ?)", (6, "d", 1, 7, "e", 2)) == 2
     assert run(conn, "INSERT INTO acct SELECT id + 100, owner, balance, bonus FROM acct WHERE balance >= ?", (300,)) == 3
     assert run(conn, "INSERT INTO acct SELECT id + 1000, owner, balance, bonus FROM acct WHERE balance > 10000") == 0
-    native("CREATE TABLE feed (id INTEGER, owner VARCHAR)")
+    native("CREATE TABLE feed (id INTEGER, owner TEXT)")
     native("INSERT INTO feed VALUES (50, 'x'), (51, 'y')")
     assert run(conn, "INSERT INTO acct (id, owner) SELECT id, owner FROM feed") == 2
     cur = conn.cursor()
@@ -432,13 +419,13 @@ def test_cursor_context_manager(connect: Connect) -> None:
 # -- schema translation -------------------------------------------------------------------
 
 
-def test_create_table_single_key_not_null_default(connect: Connect, native: Native) -> None:
+def test_create_table_single_key_not_null_default(connect: Connect, native: Native, engine: str) -> None:
     conn = connect()
     run(conn, "CREATE TABLE item (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, qty INTEGER DEFAULT 7, tag VARCHAR DEFAULT 'none')")
     table = conn.tables["item"]
     assert table.key == ("id",) and not table.hidden_rowid
     assert [(c.name, c.not_null) for c in table.columns] == [("id", True), ("name", True), ("qty", False), ("tag", False)]
-    assert physical_tables(native, "item") == {"item_storage", "item_cache"}
+    assert physical_tables(native, engine, "item") == {"item_storage", "item_cache"}
     assert catalog_names(native) == {"item"}
     run(conn, "INSERT INTO item (id, name) VALUES (1, 'a')")
     run(conn, "INSERT INTO item (name, id, tag) VALUES ('b', 2, 'x')")
@@ -478,7 +465,7 @@ def test_create_table_multi_column_key(connect: Connect) -> None:
     assert rows(connect(), "SELECT x, y, v FROM grid ORDER BY x, y") == [(1, 2, "B"), (2, 3, "c")]
 
 
-def test_table_without_primary_key(connect: Connect, native: Native) -> None:
+def test_table_without_primary_key(connect: Connect, native: Native, engine: str) -> None:
     conn = connect()
     run(conn, "CREATE TABLE log (who VARCHAR, n INTEGER)")
     assert conn.tables["log"].hidden_rowid
@@ -494,8 +481,7 @@ def test_table_without_primary_key(connect: Connect, native: Native) -> None:
     conn.commit()
     assert rows(connect(), "SELECT who, n FROM log") == [("a", 11)] * 3
     for physical in ("log_storage", "log_cache"):
-        columns = {c for (c,) in native(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{physical}'")}
-        assert {"who", "n", "tq_rowid"} <= columns
+        assert {"who", "n", "tq_rowid"} <= column_names(native, engine, physical)
 
 
 def test_drop_table_removes_every_physical_part(connect: Connect, native: Native, engine: str) -> None:
@@ -505,12 +491,12 @@ def test_drop_table_removes_every_physical_part(connect: Connect, native: Native
     run(conn, "INSERT INTO keyed VALUES (1, 'a')")
     run(conn, "INSERT INTO loose VALUES ('a')")
     conn.commit()
-    assert sequences(native, engine) >= {"loose_rowid_seq"}
+    assert sequence_names(native, engine) >= {"loose_rowid_seq"}
     run(conn, "DROP TABLE keyed")
     run(conn, "DROP TABLE loose")
-    assert physical_tables(native, "keyed") == set() and physical_tables(native, "loose") == set()
-    assert not any(s.startswith(("keyed", "loose")) for s in sequences(native, engine))
-    assert not any(i.startswith(("keyed", "loose")) for i in indexes(native, engine))
+    assert physical_tables(native, engine, "keyed") == set() and physical_tables(native, engine, "loose") == set()
+    assert not any(s.startswith(("keyed", "loose")) for s in sequence_names(native, engine))
+    assert not any(i.startswith(("keyed", "loose")) for i in index_names(native, engine))
     assert catalog_names(native) == set()
     assert conn.tables == {}
     with pytest.raises(tique.ProgrammingError):
@@ -522,7 +508,7 @@ def test_drop_table_removes_every_physical_part(connect: Connect, native: Native
     assert rows(connect(), "SELECT * FROM keyed") == [("z",)]
 
 
-def test_create_if_not_exists_and_drop_if_exists(connect: Connect, native: Native) -> None:
+def test_create_if_not_exists_and_drop_if_exists(connect: Connect, native: Native, engine: str) -> None:
     conn = connect()
     run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
     run(conn, "INSERT INTO t VALUES (1)")
@@ -534,12 +520,12 @@ def test_create_if_not_exists_and_drop_if_exists(connect: Connect, native: Nativ
     with pytest.raises(tique.ProgrammingError, match="already exists"):
         run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
     run(conn, "DROP TABLE IF EXISTS t")
-    assert physical_tables(native, "t") == set()
+    assert physical_tables(native, engine, "t") == set()
     run(conn, "DROP TABLE IF EXISTS t")
     with pytest.raises(tique.ProgrammingError):
         run(conn, "DROP TABLE t")
     run(conn, "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY)")
-    assert physical_tables(native, "t") == {"t_storage", "t_cache"}
+    assert physical_tables(native, engine, "t") == {"t_storage", "t_cache"}
 
 
 def test_second_connection_learns_schema_from_catalog(connect: Connect, native: Native, url: str) -> None:
@@ -598,8 +584,8 @@ def test_other_connections_follow_drop_and_recreate(connect: Connect) -> None:
     assert "t" in new.tables
 
 
-def test_natively_created_tables_stay_native(connect: Connect, native: Native) -> None:
-    native("CREATE TABLE plain (id INTEGER PRIMARY KEY, v VARCHAR)")
+def test_natively_created_tables_stay_native(connect: Connect, native: Native, engine: str) -> None:
+    native("CREATE TABLE plain (id INTEGER PRIMARY KEY, v TEXT)")
     native("INSERT INTO plain VALUES (1, 'one')")
     conn = connect()
     assert "plain" not in conn.tables
@@ -609,16 +595,16 @@ def test_natively_created_tables_stay_native(connect: Connect, native: Native) -
     assert run(conn, "DELETE FROM plain WHERE id = 2") == 1
     conn.commit()
     assert native("SELECT id, v FROM plain") == [(1, "one!")]
-    assert physical_tables(native, "plain") == {"plain"}
+    assert physical_tables(native, engine, "plain") == {"plain"}
     assert catalog_names(native) == set()
 
 
-def test_static_tables_are_created_and_used_natively(connect: Connect, native: Native) -> None:
+def test_static_tables_are_created_and_used_natively(connect: Connect, native: Native, engine: str) -> None:
     conn = connect(static_tables=["dim"])
     run(conn, "CREATE TABLE dim (id INTEGER PRIMARY KEY, label VARCHAR)")
     run(conn, "CREATE TABLE fact (id INTEGER PRIMARY KEY, dim_id INTEGER)")
-    assert physical_tables(native, "dim") == {"dim"}
-    assert physical_tables(native, "fact") == {"fact_storage", "fact_cache"}
+    assert physical_tables(native, engine, "dim") == {"dim"}
+    assert physical_tables(native, engine, "fact") == {"fact_storage", "fact_cache"}
     assert catalog_names(native) == {"fact"}
     run(conn, "INSERT INTO dim VALUES (1, 'x'), (2, 'y')")
     assert native("SELECT count(*) FROM dim") == [(2,)]  # written straight through
@@ -630,8 +616,8 @@ def test_static_tables_are_created_and_used_natively(connect: Connect, native: N
     assert native("SELECT label FROM dim WHERE id = 2") == [("z",)]
 
 
-def test_reads_mixing_tique_and_native_tables(connect: Connect, native: Native) -> None:
-    native("CREATE TABLE city (id INTEGER PRIMARY KEY, name VARCHAR)")
+def test_reads_mixing_tique_and_native_tables(connect: Connect, native: Native, engine: str) -> None:
+    native("CREATE TABLE city (id INTEGER PRIMARY KEY, name TEXT)")
     native("INSERT INTO city VALUES (1, 'Oslo'), (2, 'Lima')")
     conn = connect()
     run(conn, "CREATE TABLE person (id INTEGER PRIMARY KEY, name VARCHAR, city_id INTEGER)")
@@ -644,10 +630,10 @@ def test_reads_mixing_tique_and_native_tables(connect: Connect, native: Native) 
     conn.commit()
     assert rows(other, "SELECT c.name, count(*) FROM city c, person p WHERE p.city_id = c.id GROUP BY c.name ORDER BY 1") == [("Lima", 2), ("Oslo", 1)]
     # writes across the boundary: native target fed from a tique table, and the reverse
-    native("CREATE TABLE export (name VARCHAR)")
+    native("CREATE TABLE export (name TEXT)")
     assert run(other, "INSERT INTO export SELECT name FROM person WHERE city_id = 2") == 2
     assert sorted(native("SELECT name FROM export")) == [("bob",), ("cy",)]
     assert run(other, "INSERT INTO person (id, name, city_id) SELECT id + 10, name, id FROM city") == 2
     other.commit()
     assert rows(conn, "SELECT id, name FROM person WHERE id > 10 ORDER BY id") == [(11, "Oslo"), (12, "Lima")]
-    assert physical_tables(native, "city") == {"city"} and physical_tables(native, "export") == {"export"}
+    assert physical_tables(native, engine, "city") == {"city"} and physical_tables(native, engine, "export") == {"export"}

@@ -18,18 +18,51 @@ JOIN information_schema.key_column_usage k
 WHERE c.table_name = $1 AND c.table_schema = $2 AND c.constraint_type = 'PRIMARY KEY'
 ORDER BY k.ordinal_position"""
 
+# MonetDB has no information_schema; its own catalog says the same.
+_MONETDB_COLUMNS_SQL = """SELECT c.name, c.type, c.type_digits, c.type_scale, c."null" FROM sys.columns AS c
+JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id
+WHERE t.name = $1 AND s.name = $2 ORDER BY c.number"""
 
-def _schema(backend: Backend) -> str:
+_MONETDB_PRIMARY_KEY_SQL = """SELECT o.name FROM sys.keys AS k JOIN sys.objects AS o ON o.id = k.id
+JOIN sys.tables AS t ON t.id = k.table_id JOIN sys.schemas AS s ON s.id = t.schema_id
+WHERE t.name = $1 AND s.name = $2 AND k.type = 0 ORDER BY o.nr"""
+
+# sys.columns type names that differ from the SQL spelling.
+_MONETDB_TYPES = {"int": "INTEGER", "clob": "TEXT", "double": "DOUBLE PRECISION", "timestamptz": "TIMESTAMP WITH TIME ZONE",
+                  "timetz": "TIME WITH TIME ZONE"}
+
+
+def _monetdb_type(name: str, digits: int, scale: int) -> str:
+    if name in ("varchar", "char") and digits > 0:
+        return f"{name.upper()}({digits})"
+    if name == "decimal":
+        return f"DECIMAL({digits}, {scale})"
+    return _MONETDB_TYPES.get(name, "TEXT" if name == "varchar" else name.upper())
+
+
+def _schema(backend: Backend, raw: Any) -> str:
+    if backend.dialect == "monetdb":
+        return str(backend.rows(raw, "SELECT current_schema", [])[0][0])
     return "main" if backend.dialect == "duckdb" else "public"
 
 
+def _native_columns(backend: Backend, raw: Any, name: str, schema: str) -> tuple[list[Column], list[str]]:
+    """The table's columns (name, SQL type, NOT NULL) and primary key columns, from the engine's catalog."""
+    if backend.dialect == "monetdb":
+        columns = [Column(normalize(c), _monetdb_type(t, int(d), int(sc)), not nullable)
+                   for c, t, d, sc, nullable in backend.rows(raw, _MONETDB_COLUMNS_SQL, [name, schema])]
+        return columns, [r[0] for r in backend.rows(raw, _MONETDB_PRIMARY_KEY_SQL, [name, schema])]
+    columns = [Column(normalize(c), t, n == "NO") for c, t, n in backend.rows(raw, _COLUMNS_SQL, [name, schema])]
+    return columns, [r[0] for r in backend.rows(raw, _PRIMARY_KEY_SQL, [name, schema])]
+
+
 def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
-    schema = _schema(backend)
-    rows = backend.rows(raw, _COLUMNS_SQL, [name, schema])
-    if not rows:
+    schema = _schema(backend, raw)
+    found, key_columns = _native_columns(backend, raw, name, schema)
+    if not found:
         raise ProgrammingError(f"adopt: no native table {name!r} in schema {schema!r}")
-    columns = tuple(Column(normalize(c), t, n == "NO") for c, t, n in rows)
-    key = tuple(normalize(r[0]) for r in backend.rows(raw, _PRIMARY_KEY_SQL, [name, schema]))
+    columns = tuple(found)
+    key = tuple(normalize(k) for k in key_columns)
     if any(c.name.startswith("tq_") for c in columns):
         raise ProgrammingError(f"adopt: table {name!r} has a column with the reserved prefix tq_")
     return TableDef(normalize(name), columns, key or (ROWID,), not key)
@@ -54,7 +87,9 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
                 backend.execute(raw, ddl, [])
             columns = ", ".join(q(c) for c in table.user_columns)
             if table.hidden_rowid:
-                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, nextval({exp.Literal.string(table.rowid_sequence).sql(backend.dialect)}) FROM {q(name)}", [])
+                # rendered by the dialect: nextval('seq') on most engines, NEXT VALUE FOR on MonetDB
+                nextval = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)]).sql(backend.dialect)
+                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, {nextval} FROM {q(name)}", [])
             else:
                 backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}) SELECT {columns} FROM {q(name)}", [])
             (moved,) = backend.rows(raw, f"SELECT count(*) FROM {q(table.storage)}", [])[0]

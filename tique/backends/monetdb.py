@@ -22,14 +22,58 @@ from tique.backends.base import Backend
 from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import template_text
+from tique.rewrite.writes import NEW
 
 PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-side
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
 _DOLLAR = re.compile(r"\$(\d+)")
 _TOKEN = re.compile(r"__tqp_(\w+?)__")
+_FORMAT_MARK = re.compile(r"%(%|s)")  # in FormatSQL text: a doubled % or a marker
 # MonetDB aborts an INSERT ... SELECT that reads a table others append to, but never a
 # plain INSERT ... VALUES: tique's own INSERT ... SELECTs run as a read, then the insert.
 _INTERNAL_INSERT = re.compile(r'^INSERT INTO ("?(?:tq_\w+|\w+_cache|\w+_storage)"?) (\([^)]*\)) ((?:SELECT|WITH|\().*)$', re.DOTALL)
+
+# PEP 249 type objects (tique.NUMBER, ...) know types by SQL name; MonetDB's own names differ.
+_TYPE_NAMES = {
+    "int": "INTEGER", "tinyint": "TINYINT", "smallint": "SMALLINT", "bigint": "BIGINT", "hugeint": "HUGEINT",
+    "oid": "BIGINT", "double": "DOUBLE", "real": "REAL", "decimal": "DECIMAL", "clob": "TEXT", "varchar": "VARCHAR",
+    "char": "CHAR", "blob": "BLOB", "boolean": "BOOLEAN", "date": "DATE", "time": "TIME", "timetz": "TIME WITH TIME ZONE",
+    "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ",
+}
+# SQLSTATE classes -> PEP 249 classes. pymonetdb raises OperationalError for nearly
+# every server error, so its class alone would say little.
+_SQLSTATE_CLASSES: dict[str, type[errors.Error]] = {
+    "22": errors.DataError,  # data exception: conversion, division by zero, out of range
+    "23": errors.IntegrityError,  # integrity constraint violation
+    "42": errors.ProgrammingError,  # syntax error or access rule violation: unknown table, column, function
+    "3F": errors.ProgrammingError,  # invalid schema name
+    "0A": errors.NotSupportedError,  # feature not supported
+}
+_SQLSTATE = re.compile(r"^([0-9A-Z]{5})!")
+_LABEL = re.compile(r"^%\d+$")  # MonetDB's name for an unaliased expression's column
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How to learn the names MonetDB gives a read's unlabelled result columns natively
+    (`%2`, `%6`: numbers it hands out while translating the query). The snapshot
+    subqueries shift those numbers; the same query over plain projections of the
+    storage tables does not, so PREPARE of it (compiled, never run) names them."""
+    text: str  # the query over the storage tables, in FormatSQL form
+    names: tuple[str, ...]  # what fills its markers
+    source: tuple[str, ...]  # what fills the markers of the statement it names
+
+
+class FormatSQL(str):
+    """Statement text as compile() renders it: %s markers, a literal % doubled.
+    Every other statement tique sends is plain text with $n markers."""
+    naming: Naming | None = None
+
+
+def sqlstate(error: BaseException) -> str | None:
+    """The SQLSTATE a MonetDB error message starts with (`42S02!no such table ...`)."""
+    found = _SQLSTATE.match(str(error))
+    return found.group(1) if found else None
 
 
 @dataclass
@@ -39,6 +83,8 @@ class Session:
     uses: dict[str, int] = field(default_factory=dict)
     prepared: dict[str, tuple[int, int]] = field(default_factory=dict)  # text -> (id, markers)
     pipeline: str = "default_pipe"
+    in_transaction: bool = False  # inside atomic(): an engine transaction, not autocommit
+    session_token: int | None = None  # set by the oracle on first use
 
     def cursor(self) -> Any:
         return self.conn.cursor()
@@ -65,6 +111,7 @@ class MonetDBBackend(Backend):
         )
         self.schema = (parse_qs(parts.query).get("schema") or [None])[0]
         self.prepare_threshold = prepare_threshold
+        self._label_names: dict[str, tuple[str, ...]] = {}  # naming text -> native column names
         self.supports_unlogged = True
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
 
@@ -88,16 +135,31 @@ class MonetDBBackend(Backend):
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
         self._set_pipeline(raw, OLAP_PIPE if analytic else OLTP_PIPE)
-        cur = raw.cursor()
-        if "$" in sql and _DOLLAR.search(sql):
+        text: str
+        if isinstance(sql, FormatSQL):
+            text, values = sql, list(params)
+        elif params:
             text, values = _dollar_to_format(sql, params)
         else:
-            text, values = sql, list(params)
+            text, values = FormatSQL(sql.replace("%", "%%")), []
         split = _INTERNAL_INSERT.match(text)
         if split is not None:
             return self._insert_via_client(raw, split, values)
+        cur = self._run(raw, text, values)
+        naming = getattr(sql, "naming", None)
+        if naming is not None and not raw.in_transaction and any(_LABEL.match(d[0]) for d in cur.description or ()):
+            cur.tq_names = self._native_names(raw, naming, values)
+        return cur
+
+    def _run(self, raw: Session, text: str, values: list) -> Any:
+        cur = raw.cursor()
         if not values:
-            cur.execute(text.replace("%%", "%") if "%%" in text else text)
+            cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
+            return cur
+        if raw.in_transaction:
+            # A failed statement aborts an engine transaction, so no EXEC that might find
+            # its prepared statement gone (MonetDB drops them all on a schema change).
+            cur.execute(text, values)
             return cur
         prepared = raw.prepared.get(text)
         if prepared is None:
@@ -116,18 +178,39 @@ class MonetDBBackend(Backend):
         cur.execute(text, values)
         return cur
 
+    def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
+        """The result column names the application's query gets natively (see Naming),
+        learned once per statement text."""
+        found = self._label_names.get(naming.text)
+        if found is None:
+            by_name = dict(zip(naming.source, values))
+            cur = raw.cursor()
+            try:
+                # Values inline, as pymonetdb sends them: PREPARE cannot type every bare marker.
+                if naming.names:
+                    cur.execute(f"PREPARE {naming.text}", [by_name[n] for n in naming.names])
+                else:
+                    cur.execute(f"PREPARE {naming.text.replace('%%', '%')}")
+                found = tuple(str(row[5]) for row in cur.fetchall())
+                if cur.lastrowid is not None:
+                    cur.execute(f"DEALLOCATE {int(cur.lastrowid)}")
+            except pymonetdb.exceptions.Error:
+                found = ()  # the engine's own labels stand
+            self._label_names[naming.text] = found
+        return found
+
     def _insert_via_client(self, raw: Session, split: re.Match[str], values: list) -> Any:
         target, columns, query = split.groups()
-        rows = self.execute(raw, query, values).fetchall()
+        rows = self.execute(raw, FormatSQL(query), values).fetchall()
         cur = raw.cursor()
         if rows:
             marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
-            cur.execute(f"INSERT INTO {target} {columns.replace('%', '%%')} VALUES {', '.join([marks] * len(rows))}",
+            cur.execute(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}",
                         [v for row in rows for v in row])
         return _Inserted(len(rows))
 
     def _prepare(self, raw: Session, text: str) -> tuple[int, int] | None:
-        plain = text.replace("%s", "?").replace("%%", "%")
+        plain = _FORMAT_MARK.sub(lambda m: "%" if m.group(1) == "%" else "?", text)
         cur = raw.cursor()
         try:
             cur.execute(f"PREPARE {plain}")
@@ -135,7 +218,7 @@ class MonetDBBackend(Backend):
             return None
         if cur.lastrowid is None:
             return None
-        raw.prepared[text] = (int(cur.lastrowid), text.count("%s"))
+        raw.prepared[text] = (int(cur.lastrowid), sum(1 for m in _FORMAT_MARK.finditer(text) if m.group(1) == "s"))
         return raw.prepared[text]
 
     def affected(self, cursor: Any) -> int:
@@ -144,14 +227,28 @@ class MonetDBBackend(Backend):
     @contextlib.contextmanager
     def atomic(self, raw: Session) -> Iterator[None]:
         raw.conn.set_autocommit(False)
+        raw.in_transaction = True
         try:
-            yield
-        except BaseException:
-            raw.conn.rollback()
+            try:
+                yield
+            except BaseException:
+                raw.conn.rollback()
+                raise
+            raw.conn.commit()
+        finally:
+            raw.in_transaction = False
             raw.conn.set_autocommit(True)
-            raise
-        raw.conn.commit()
-        raw.conn.set_autocommit(True)
+            self._forget_prepared(raw)
+
+    def _forget_prepared(self, raw: Session) -> None:
+        """A committed schema change drops every prepared statement of the session; after
+        a rollback some may survive. Drop them all, so client and server agree."""
+        if raw.prepared:
+            raw.prepared.clear()
+            try:
+                raw.cursor().execute("DEALLOCATE ALL")
+            except pymonetdb.exceptions.Error:
+                pass
 
     def run_script(self, raw: Session, script: str) -> None:
         cur = raw.cursor()
@@ -165,11 +262,22 @@ class MonetDBBackend(Backend):
     def compile(self, tree: exp.Expression) -> Compiled:
         """pymonetdb binds %s markers in text order, so the names follow the rendered text."""
         tree = tree.copy()
+        _type_text_values(tree)
+        plain = _over_storage(tree)
+        compiled = self._render(tree)
+        if plain is not None:
+            rendered = self._render(plain)
+            text = FormatSQL(compiled.sql)
+            text.naming = Naming(rendered.sql, rendered.names, compiled.names)
+            compiled = Compiled(text, compiled.names)
+        return compiled
+
+    def _render(self, tree: exp.Expression) -> Compiled:
         for node in list(tree.find_all(exp.Placeholder)):
             node.replace(exp.column(f"__tqp_{node.this}__"))
         text = tree.sql(self.dialect).replace("%", "%%")
         names = tuple(_TOKEN.findall(text))
-        return Compiled(_TOKEN.sub("%s", text), names)
+        return Compiled(FormatSQL(_TOKEN.sub("%s", text)), names)
 
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
         parts: exp.Expression = exp.Literal.string(table_name)
@@ -217,12 +325,28 @@ class MonetDBBackend(Backend):
         return [d.replace("DROP SEQUENCE IF EXISTS", "DROP SEQUENCE") for d in super().drop_ddl(table)]
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
-        text = str(error)
-        if "constraint" in text.lower() and "violated" in text.lower():
+        text = str(error).lower()
+        if "constraint" in text and "violated" in text:
             return errors.IntegrityError
-        if "division by zero" in text.lower():
-            return errors.DataError
+        state = sqlstate(error)
+        if state is not None and state[:2] in _SQLSTATE_CLASSES:
+            return _SQLSTATE_CLASSES[state[:2]]
         return target
+
+    def description(self, cursor: Any) -> tuple | None:
+        """Type codes become SQL type names (as DuckDB reports them), and unaliased
+        expressions get the names they would have natively (see Naming)."""
+        if not getattr(cursor, "description", None):
+            return None
+        native = getattr(cursor, "tq_names", ())
+        described = []
+        for i, d in enumerate(cursor.description):
+            name = native[i] if i < len(native) and _LABEL.match(d[0]) else d[0]
+            described.append((name, _TYPE_NAMES.get(d[1], str(d[1]).upper()), *tuple(d)[2:]))
+        return tuple(described)
+
+    def is_transient_conflict(self, error: BaseException) -> bool:
+        return "40001" in str(error) or "concurrency conflicts" in str(error)
 
     def is_unique_violation(self, error: BaseException) -> bool:
         text = str(error).upper()
@@ -254,6 +378,48 @@ class _Inserted:
 
     def __init__(self, rowcount: int) -> None:
         self.rowcount = rowcount
+
+
+def _is_snapshot(node: exp.Expression) -> bool:
+    """A snapshot subquery (rewrite/reads.py): it carries the application's alias, reads
+    tq_outcome, and its own inner subqueries are all tique's (tq_ aliases)."""
+    if not isinstance(node, exp.Subquery) or not node.alias or node.alias.startswith("tq_"):
+        return False
+    if not any(t.name == "tq_outcome" for t in node.find_all(exp.Table)):
+        return False
+    return all(inner is node or (inner.alias or "").startswith("tq_") for inner in node.find_all(exp.Subquery))
+
+
+def _over_storage(tree: exp.Expression) -> exp.Expression | None:
+    """`tree` (a read) with each snapshot subquery replaced by a plain projection of the
+    storage table: the query the application wrote, in shape (see Naming)."""
+    if not isinstance(tree, exp.Query):
+        return None
+    plain = tree.copy()
+    snapshots = [node for node in plain.find_all(exp.Subquery) if _is_snapshot(node)]
+    for node in snapshots:
+        storage = {t.name for t in node.find_all(exp.Table) if t.name.endswith("_storage")}
+        if len(storage) != 1:
+            return None
+        projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
+        projection = projection.from_(exp.Table(this=exp.to_identifier(storage.pop(), quoted=True)))
+        node.replace(exp.Subquery(this=projection, alias=node.args["alias"].copy()))
+    return plain if snapshots else None
+
+
+def _type_text_values(tree: exp.Expression) -> None:
+    """MonetDB types each column of a VALUES derived table by its first row, so a NULL
+    there (or a parameter, which pymonetdb may bind as NULL) makes it a number and a
+    later string fails to convert. The rewriter casts every bare value of the rows it
+    builds (tq_new) to its column's type except in text columns; those get TEXT, which
+    truncates nothing (the cache's VARCHAR(n) still rejects an over-long value)."""
+    for values in tree.find_all(exp.Values):
+        if values.alias != NEW:
+            continue
+        for row in values.expressions:
+            for value in list(row.expressions):
+                if isinstance(value, (exp.Placeholder, exp.Null)):
+                    value.replace(exp.cast(value.copy(), exp.DataType.build("TEXT")))
 
 
 def _split(script: str) -> list[str]:

@@ -7,8 +7,44 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.postgres import Postgres
 
 
+# MonetDB's keywords (its sys.keywords, 11.45). Many are reserved, so an identifier
+# spelled like one (a column `blob`, `name`, `key`) is sent quoted. MonetDB folds
+# unquoted names to lower case, so the quoted form is the lower-cased name.
+KEYWORDS = frozenset("""
+add admin after aggregate all alter always analyze and any asc asymmetric at atomic authorization auto_increment
+before begin best between big bigint bigserial binary blob by cache call cascade case cast century chain char
+character check client clob coalesce column comment commit committed constraint continue convert copy
+corresponding create cross cube current current_date current_role current_schema current_time current_timestamp
+current_timezone current_user cycle data date day deallocate debug dec decade decimal declare default delete
+delimiters desc diagnostics distinct do double dow doy drop each effort else elseif encrypted end endian epoch
+escape every except exclude exec execute exists explain external extract false first float following for foreign
+from full function fwf generated global grant group grouping groups having hour hugeint identity if ilike imprints
+in increment index inner insert int integer intersect interval into is isolation join key language large last
+lateral left level like limit little loader local localtime localtimestamp match matched maxvalue mediumint merge
+minute minvalue month name native natural new next no not now null nullif nulls numeric object of offset old on
+only option options or order ordered others outer over partial partition password path plan position preceding
+precision prep prepare preserve primary privileges procedure public quarter range read real records references
+referencing release remote rename repeatable replace replica restart restrict return returns revoke right role
+rollback rollup row rows sample savepoint schema second seed select sequence serial serializable server session
+session_user set sets simple size smallint some split_part start statement stdin stdout storage string substring
+symmetric table temp temporary text then ties time timestamp tinyint to trace transaction trigger true truncate
+type unbounded uncommitted unencrypted union unique update user using value values varchar varying view week when
+where while window with work write xmlagg xmlattributes xmlcomment xmlconcat xmldocument xmlelement xmlforest
+xmlnamespaces xmlparse xmlpi xmlquery xmlschema xmltext xmlvalidate year zone
+""".split()) - {
+    # Niladic values, which sqlglot reads as column names: quoted, they would be columns.
+    "current_date", "current_role", "current_schema", "current_time", "current_timestamp", "current_timezone",
+    "current_user", "localtime", "localtimestamp", "session_user", "user",
+}
+
+
 class MonetDB(Postgres):
     class Generator(Postgres.Generator):
+        def identifier_sql(self, expression: exp.Identifier) -> str:
+            if not expression.quoted and expression.name.lower() in KEYWORDS:
+                return super().identifier_sql(exp.Identifier(this=expression.name.lower(), quoted=True))
+            return super().identifier_sql(expression)
+
         def anonymous_sql(self, expression: exp.Anonymous) -> str:
             # Sequences: MonetDB has no nextval('name'), only NEXT VALUE FOR name.
             if expression.name.lower() == "nextval" and len(expression.expressions) == 1:
