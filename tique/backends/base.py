@@ -118,6 +118,8 @@ class Backend(ABC):
             if cls.__name__ in _ERROR_NAMES and issubclass(_ERROR_NAMES[cls.__name__], errors.Error):
                 target = _ERROR_NAMES[cls.__name__]
                 break
+        if target is errors.DatabaseError and isinstance(error, OSError):
+            target = errors.OperationalError  # the engine could not be reached (PEP 249)
         target = self.refine(error, target)
         translated = target(errors.describe(statement, f"{type(error).__name__}: {str(error).strip()}"))
         translated.__cause__ = error
