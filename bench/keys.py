@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-import statistics
 import threading
 import time
 from collections import defaultdict
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import tique
+from bench.runner import Client, LoadResult, run_clients
 
 ROWS = 10_000
 READ = "SELECT v FROM kv WHERE k = ?"
@@ -24,78 +24,24 @@ UPDATE = "UPDATE kv SET v = v + 1 WHERE k = ?"
 
 
 @dataclass
-class KeysResult:
-    system: str
-    clients: int
-    seconds: float
-    commits: int = 0
-    aborts: int = 0
-    latencies: list[float] = field(default_factory=list)
+class KeysResult(LoadResult):
+    system: str = ""
+    clients: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per committed transaction
 
-    @property
-    def throughput(self) -> float:
-        return self.commits / self.seconds if self.seconds else 0.0
 
-    @property
-    def abort_rate(self) -> float:
-        total = self.commits + self.aborts
-        return self.aborts / total if total else 0.0
-
-    def percentile(self, p: float) -> float:
-        if not self.latencies:
-            return float("nan")
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-
-Client = tuple[Callable[[str, tuple], Any], Callable[[], None], Callable[[], None], tuple[type, ...]]
+def _transaction(execute: Callable[[str, tuple], Any]) -> Callable[[random.Random], None]:
+    def run(rng: random.Random) -> None:
+        a, b = rng.sample(range(1, ROWS + 1), 2)
+        execute(READ, (a,))
+        execute(READ, (b,))
+        execute(UPDATE, (a,))
+        execute(UPDATE, (b,))
+    return run
 
 
 def _drive(system: str, clients: int, seconds: float, open_client: Callable[[], Client]) -> KeysResult:
-    result = KeysResult(system, clients, seconds)
-    lock = threading.Lock()
-    start = threading.Barrier(clients + 1)
-    stop_at = [0.0]
-
-    def worker(seed: int) -> None:
-        execute, commit, rollback, aborted = open_client()
-        rng = random.Random(seed)
-        commits = aborts = 0
-        latencies = []
-        start.wait()
-        while time.perf_counter() < stop_at[0]:
-            a, b = rng.sample(range(1, ROWS + 1), 2)
-            began = time.perf_counter()
-            try:
-                execute(READ, (a,))
-                execute(READ, (b,))
-                execute(UPDATE, (a,))
-                execute(UPDATE, (b,))
-                commit()
-                commits += 1
-                latencies.append(time.perf_counter() - began)
-            except aborted:
-                aborts += 1
-                try:
-                    rollback()
-                except Exception:
-                    pass
-        with lock:
-            result.commits += commits
-            result.aborts += aborts
-            result.latencies.extend(latencies)
-
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
-    for t in threads:
-        t.start()
-    began = time.perf_counter()
-    stop_at[0] = began + seconds  # set before the barrier opens, so every worker sees it
-    start.wait()
-    for t in threads:
-        t.join(timeout=seconds + 120)
-    result.seconds = time.perf_counter() - began
-    return result
+    return run_clients(clients, seconds, open_client, KeysResult(system=system, clients=clients))  # type: ignore[return-value]
 
 
 # -- native MonetDB ------------------------------------------------------------------
@@ -125,7 +71,7 @@ def native_monetdb(url: str, clients: int, seconds: float) -> KeysResult:
             c.execute(sql.replace("kv", "kv_native").replace("?", "%s"), params)
             return c.fetchall() if c.description else None
 
-        return execute, conn.commit, conn.rollback, (pymonetdb.exceptions.OperationalError, pymonetdb.exceptions.IntegrityError)
+        return _transaction(execute), conn.commit, conn.rollback, (pymonetdb.exceptions.OperationalError, pymonetdb.exceptions.IntegrityError)
 
     try:
         return _drive("native-monetdb", clients, seconds, open_client)
@@ -192,7 +138,7 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
             c.execute(sql, params)
             return c.fetchall() if c.description else None
 
-        return execute, conn.commit, conn.rollback, (tique.SerializationFailure,)
+        return _transaction(execute), conn.commit, conn.rollback, (tique.SerializationFailure,)
 
     try:
         result = _drive(system, clients, seconds, open_client)

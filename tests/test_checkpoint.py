@@ -7,8 +7,6 @@ import threading
 import time
 from typing import Callable
 
-import pytest
-
 import tique
 from tique.checkpoint import Checkpointer, checkpoint
 

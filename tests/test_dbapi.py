@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import pytest
 

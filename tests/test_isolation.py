@@ -7,7 +7,7 @@ formulations (rank() and anti-join/union), since either may serve a query.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import pytest
 

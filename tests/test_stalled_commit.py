@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import pytest
 

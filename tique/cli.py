@@ -13,7 +13,7 @@ from rich.table import Table
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tique.demo import run_native, run_tique
+    from bench.bank import run_native, run_tique
 
     console = Console()
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="tique-demo-"))

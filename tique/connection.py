@@ -274,7 +274,12 @@ class Connection:
     def _begin(self) -> Transaction:
         txn = self._txn
         if txn is None:
-            txid, sts = self._backend.oracle.begin(self._raw)
+            try:
+                txid, sts = self._backend.oracle.begin(self._raw)
+            except errors.Error:
+                raise
+            except Exception as error:
+                raise self._backend.translate(error, "BEGIN") from error
             txn = self._txn = Transaction(txid, sts)
         return txn
 

@@ -11,7 +11,6 @@ from sqlglot import exp
 
 from tique import errors
 from tique.backends.base import Backend
-from tique.catalog import TableDef
 from tique.oracle.local import LocalOracle
 from tique.rewrite.templates import template_text
 
