@@ -53,21 +53,21 @@ def column_names(native: Native, engine: str, table: str) -> set[str]:
     return {name for (name,) in native(sql)}
 
 
+_SEQUENCES = {
+    "duckdb": "SELECT sequence_name FROM duckdb_sequences()",
+    "monetdb": f"SELECT q.name FROM sys.sequences AS q {_MONETDB_IN_SCHEMA.format(owner='q')}",
+    "postgres": "SELECT sequence_name FROM information_schema.sequences",
+}
+_INDEXES = {
+    "duckdb": "SELECT index_name FROM duckdb_indexes()",
+    "monetdb": f"SELECT i.name FROM sys.idxs AS i JOIN sys.tables AS t ON t.id = i.table_id {_MONETDB_IN_SCHEMA.format(owner='t')}",
+    "postgres": "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'",
+}
+
+
 def sequence_names(native: Native, engine: str) -> set[str]:
-    if engine == "duckdb":
-        sql = "SELECT sequence_name FROM duckdb_sequences()"
-    elif engine == "monetdb":
-        sql = f"SELECT q.name FROM sys.sequences AS q {_MONETDB_IN_SCHEMA.format(owner='q')}"
-    else:
-        sql = "SELECT sequence_name FROM information_schema.sequences"
-    return {name for (name,) in native(sql)}
+    return {name for (name,) in native(_SEQUENCES[engine])}
 
 
 def index_names(native: Native, engine: str) -> set[str]:
-    if engine == "duckdb":
-        sql = "SELECT index_name FROM duckdb_indexes()"
-    elif engine == "monetdb":
-        sql = f"SELECT i.name FROM sys.idxs AS i JOIN sys.tables AS t ON t.id = i.table_id {_MONETDB_IN_SCHEMA.format(owner='t')}"
-    else:
-        sql = "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
-    return {name for (name,) in native(sql)}
+    return {name for (name,) in native(_INDEXES[engine])}

@@ -33,12 +33,18 @@ def names_statement(error: BaseException, statement: str) -> bool:
     return " ".join(statement.split()) in str(error)
 
 
-def seeded(connect: Connect) -> tique.Connection:
-    """Table t with committed rows, and a transaction that has written OWN."""
-    conn = connect()
+def seeded_autocommit(connect: Connect) -> tique.Connection:
+    """Table t with the SEED rows committed, on an autocommit connection."""
+    conn = connect(autocommit=True)
     run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR NOT NULL, n INTEGER)")
     conn.cursor().executemany("INSERT INTO t VALUES (?, ?, ?)", SEED)
-    conn.commit()
+    return conn
+
+
+def seeded(connect: Connect) -> tique.Connection:
+    """Table t with committed rows, and a transaction that has written OWN."""
+    conn = seeded_autocommit(connect)
+    conn.autocommit = False
     run(conn, "INSERT INTO t VALUES (?, ?, ?)", OWN)
     return conn
 
@@ -257,9 +263,7 @@ def test_key_checks_are_per_statement(connect: Connect, native: Native) -> None:
 
 
 def test_primary_key_violation_in_autocommit_mode(connect: Connect, native: Native) -> None:
-    conn = connect(autocommit=True)
-    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR NOT NULL, n INTEGER)")
-    conn.cursor().executemany("INSERT INTO t VALUES (?, ?, ?)", SEED)
+    conn = seeded_autocommit(connect)
     with pytest.raises(tique.IntegrityError):
         run(conn, "INSERT INTO t VALUES (4, 'd', 0), (1, 'dup', 0)")
     assert not conn.in_transaction
@@ -502,9 +506,7 @@ def test_commit_after_another_client_dropped_a_written_table(connect: Connect, h
 
 
 def test_engine_error_in_autocommit_mode_writes_nothing(connect: Connect) -> None:
-    conn = connect(autocommit=True)
-    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR NOT NULL, n INTEGER)")
-    conn.cursor().executemany("INSERT INTO t VALUES (?, ?, ?)", SEED)
+    conn = seeded_autocommit(connect)
     with pytest.raises(tique.DataError):
         run(conn, "UPDATE t SET id = id + 100, n = CAST(v AS INTEGER)")
     assert not conn.in_transaction

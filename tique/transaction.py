@@ -69,11 +69,7 @@ class CommitStatements:
         self.certify = backend.compile(certify)
         self.outcome = backend.compile(exp.insert(
             exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"),
-                       exp.Placeholder(this="tq_committed")),
-            "tq_outcome", columns=["cts", "txid", "did_commit"]))
-        # Debug fault `no-certify`: the same marker, certified unconditionally.
-        self.unconditional_marker = backend.compile(exp.insert(
-            exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"), exp.true()),
+                       exp.cast(exp.Placeholder(this="tq_committed"), "BOOLEAN")),
             "tq_outcome", columns=["cts", "txid", "did_commit"]))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
@@ -131,9 +127,9 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         try:
             if not oracle.decide(raw, cts):
                 raise _Lost()
-            if "no-certify" in faults:
-                backend.execute(raw, sql.unconditional_marker.sql, sql.unconditional_marker.values((), ctx))
+            if "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
+                backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
             elif backend.supports_returning:
                 cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
                 committed = bool(cur.fetchone()[0])

@@ -148,8 +148,5 @@ class Backend(ABC):
 
     # -- transaction metadata ---------------------------------------------
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
-        self.execute(raw, self._sql("INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING"), [cts, txid])
+        self.execute(raw, "INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING", [cts, txid])
 
-    def _sql(self, text: str) -> str:
-        """Fixed metadata statements are written with $n markers, which every backend here reads."""
-        return text

@@ -41,11 +41,14 @@ def _equality_columns(where: exp.Expression | None, alias: str) -> set[str]:
     return pinned
 
 
+def formulation_for(table: TableDef, where: exp.Expression | None, alias: str) -> Formulation:
+    """rank() when `where` pins the table's whole key (a point access), otherwise scan."""
+    return Formulation.RANK if set(table.key) <= _equality_columns(where, alias) else Formulation.SCAN
+
+
 def choose_formulation(table: TableDef, reference: exp.Table) -> Formulation:
-    """rank() when the enclosing SELECT pins the whole key (a point read), otherwise scan."""
+    """The formulation for a table read inside a SELECT, from that SELECT's WHERE."""
     select = reference.find_ancestor(exp.Select)
     if select is None:
         return Formulation.SCAN
-    alias = reference.alias_or_name
-    pinned = _equality_columns(select.args.get("where"), alias)
-    return Formulation.RANK if set(table.key) <= pinned else Formulation.SCAN
+    return formulation_for(table, select.args.get("where"), reference.alias_or_name)

@@ -13,7 +13,7 @@ from sqlglot import exp
 from tique.catalog import ROWID, TableDef, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.reads import Lookup, replace_tables
-from tique.rewrite.snapshot import Formulation, snapshot
+from tique.rewrite.snapshot import Formulation, formulation_for, snapshot
 from tique.rewrite.templates import KeyHash, column, quoted
 
 NEW = "tq_new"
@@ -167,8 +167,9 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
     ref = tree.this
     alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
-    snap = exp.Subquery(this=snapshot(table, formulation if formulation is not Formulation.AUTO else _auto(table, tree), key_hash, physical=True),
-                        alias=exp.TableAlias(this=quoted(alias)))
+    if formulation is Formulation.AUTO:
+        formulation = formulation_for(table, tree.args.get("where"), ref.alias_or_name)
+    snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True), alias=exp.TableAlias(this=quoted(alias)))
     select = exp.select().from_(snap)
     extra = []
     # sqlglot names UPDATE's FROM clause "from_" from version 28 on, "from" before it.
@@ -184,12 +185,6 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Looku
     if where is not None:
         select = select.where(replace_tables(where.this.copy(), lookup, formulation, key_hash))
     return select, alias
-
-
-def _auto(table: TableDef, tree: exp.Expression) -> Formulation:
-    from tique.rewrite.snapshot import _equality_columns
-    pinned = _equality_columns(tree.args.get("where"), tree.this.alias_or_name)
-    return Formulation.RANK if set(table.key) <= pinned else Formulation.SCAN
 
 
 def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
