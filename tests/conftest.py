@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import tique  # noqa: E402
 from tique.backends import forget_database  # noqa: E402
 from tique.checkpoint import stop_background_checkpointer  # noqa: E402
-from pg_cluster import ThrowawayCluster, ensure_postgres_installed  # noqa: E402
+from drivers.pg_cluster import ThrowawayCluster, ensure_postgres_installed  # noqa: E402
 
 ENGINES = ["duckdb", "postgres", "monetdb"]
 _names = itertools.count(1)
@@ -31,7 +31,7 @@ def pg_cluster() -> Iterator[ThrowawayCluster]:
 
 @pytest.fixture(scope="session")
 def monetdb_server() -> Iterator[Any]:
-    from monetdb_server import MonetDBServer
+    from drivers.monetdb_server import MonetDBServer
 
     try:
         server = MonetDBServer()

@@ -99,7 +99,7 @@ def test_recover_command_is_idempotent(engine: str, url: str) -> None:
 
 @pytest.fixture
 def durable_cluster():  # type: ignore[no-untyped-def]
-    from pg_cluster import ThrowawayCluster, ensure_postgres_installed
+    from drivers.pg_cluster import ThrowawayCluster, ensure_postgres_installed
 
     ensure_postgres_installed()
     cluster = ThrowawayCluster(settings={"synchronous_commit": "on", "fsync": "on"})

@@ -51,6 +51,8 @@ class MonetDBServer:
         import pymonetdb
         while True:
             try:
+                # probe the port first: pymonetdb logs every refused connection as an error
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 pymonetdb.connect(username="monetdb", password="monetdb", hostname="127.0.0.1",
                                   port=self.port, database="db").close()
                 return

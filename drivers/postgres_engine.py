@@ -1,0 +1,72 @@
+"""PostgreSQL: a database on a server given by URL, or on a throwaway cluster we start."""
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import psycopg
+
+from drivers.base import Engine, quote
+from drivers.qmark import ConnectionAdapter, qmark_to_dollar
+
+_names = itertools.count(1)
+
+# Commits are acknowledged only once in the WAL, so a crash-restart fault may not lose
+# one; fsync stays off (a process crash keeps the OS page cache) to spare the disk.
+CLUSTER_SETTINGS = {"synchronous_commit": "on", "max_connections": "300"}
+
+
+def _translate(sql: str, params: Sequence[Any]) -> tuple[str, Sequence[Any]]:
+    return qmark_to_dollar(sql, "postgres"), list(params)
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+
+    def __init__(self, url: str | None = None) -> None:
+        self.cluster: Any = None
+        if url is None:
+            from drivers.pg_cluster import ThrowawayCluster
+
+            self.cluster = ThrowawayCluster(settings=CLUSTER_SETTINGS)
+            url = self.cluster.create_database(f"tique_bench_{os.getpid()}_{next(_names)}")
+        self.url = url
+
+    @property
+    def tique_url(self) -> str:
+        return self.url
+
+    def native_connect(self) -> ConnectionAdapter:
+        """REPEATABLE READ is PostgreSQL's snapshot isolation, the level tique provides."""
+        conn = psycopg.connect(self.url, cursor_factory=psycopg.RawCursor, connect_timeout=10)
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        return ConnectionAdapter(conn, _translate)
+
+    def version(self) -> str:
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+        return f"PostgreSQL {row[0] if row else '?'}"
+
+    def is_abort(self, error: BaseException) -> bool:
+        return isinstance(error, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected))
+
+    def bulk_load(self, raw: Any, table: str, columns: Sequence[str], batch: Sequence[np.ndarray]) -> int:
+        names = ", ".join(quote(c, "postgres") for c in columns)
+        conn = raw._conn if isinstance(raw, ConnectionAdapter) else raw
+        count = len(batch[0]) if len(batch) else 0
+        with conn.cursor() as cur, cur.copy(f"COPY {quote(table, 'postgres')} ({names}) FROM STDIN") as copy:
+            for row in zip(*(a.tolist() for a in batch)):
+                copy.write_row(row)
+        return count
+
+    def restart(self) -> None:
+        if self.cluster is None:
+            super().restart()
+        self.cluster.restart("immediate")
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
