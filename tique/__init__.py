@@ -44,7 +44,9 @@ def connect(url: str, **options: Any) -> Connection:
     url: `duckdb:///abs/path.db` (or `duckdb:///:memory:`), `postgresql://user:pw@host:port/db`.
     options: autocommit (False), buffered_writes (False), snapshot ('auto' | 'rank' | 'scan'),
     static_tables (names created natively), commit_timeout (seconds, 10),
-    checkpoint_interval_ms (start a background checkpointer), faults (debug only).
+    checkpoint_interval_ms (start a background checkpointer), faults (debug only),
+    packed_keys (MonetDB: new tables with a multi-column integer key also store it packed
+    in one column, True; read when the process first opens the database).
     """
     return Connection(url, **options)
 

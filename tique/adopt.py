@@ -6,11 +6,12 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import ROWID, Column, TableDef, canonical_ddl, normalize
+from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, normalize
+from tique.rewrite.templates import packed_key
 from tique.errors import ProgrammingError
 
-_COLUMNS_SQL = """SELECT column_name, data_type, is_nullable FROM information_schema.columns
-WHERE table_name = $1 AND table_schema = $2 ORDER BY ordinal_position"""
+_COLUMNS_SQL = """SELECT column_name, data_type, is_nullable, character_maximum_length, numeric_precision, numeric_scale
+FROM information_schema.columns WHERE table_name = $1 AND table_schema = $2 ORDER BY ordinal_position"""
 
 _PRIMARY_KEY_SQL = """SELECT k.column_name FROM information_schema.table_constraints c
 JOIN information_schema.key_column_usage k
@@ -40,6 +41,17 @@ def _monetdb_type(name: str, digits: int, scale: int) -> str:
     return _MONETDB_TYPES.get(name, "TEXT" if name == "varchar" else name.upper())
 
 
+def _sized_type(name: str, length: Any, precision: Any, scale: Any) -> str:
+    """PostgreSQL's information_schema names a type without its size ("character" for
+    CHAR(2), "numeric" for DECIMAL(12, 2)), and bare "character" means CHAR(1); DuckDB's
+    names carry the size already ("DECIMAL(12,2)")."""
+    if name in ("character", "character varying") and length is not None:
+        return f"{name}({int(length)})"
+    if name == "numeric" and precision is not None:
+        return f"numeric({int(precision)}, {int(scale or 0)})"
+    return name
+
+
 def _schema(backend: Backend, raw: Any) -> str:
     if backend.dialect == "monetdb":
         return str(backend.rows(raw, "SELECT current_schema", [])[0][0])
@@ -52,7 +64,8 @@ def _native_columns(backend: Backend, raw: Any, name: str, schema: str) -> tuple
         columns = [Column(normalize(c), _monetdb_type(t, int(d), int(sc)), not nullable)
                    for c, t, d, sc, nullable in backend.rows(raw, _MONETDB_COLUMNS_SQL, [name, schema])]
         return columns, [r[0] for r in backend.rows(raw, _MONETDB_PRIMARY_KEY_SQL, [name, schema])]
-    columns = [Column(normalize(c), t, n == "NO") for c, t, n in backend.rows(raw, _COLUMNS_SQL, [name, schema])]
+    columns = [Column(normalize(c), _sized_type(t, length, precision, scale), n == "NO")
+               for c, t, n, length, precision, scale in backend.rows(raw, _COLUMNS_SQL, [name, schema])]
     return columns, [r[0] for r in backend.rows(raw, _PRIMARY_KEY_SQL, [name, schema])]
 
 
@@ -80,13 +93,16 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
     for name in names:
         if normalize(name) in connection.tables:
             raise ProgrammingError(f"adopt: {name!r} is already a tique table")
-        table = describe_native(backend, raw, name)
+        table = backend.new_table(describe_native(backend, raw, name))
         with backend.atomic(raw):
             (count,) = backend.rows(raw, f"SELECT count(*) FROM {q(name)}", [])[0]
             for ddl in backend.physical_ddl(table):
                 backend.execute(raw, ddl, [])
             columns = ", ".join(q(c) for c in table.user_columns)
-            if table.hidden_rowid:
+            if table.packed:
+                packed = packed_key(table, [exp.column(k, quoted=True) for k in table.key]).sql(backend.dialect)
+                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(PACKED)}) SELECT {columns}, {packed} FROM {q(name)}", [])
+            elif table.hidden_rowid:
                 # rendered by the dialect: nextval('seq') on most engines, NEXT VALUE FOR on MonetDB
                 nextval = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)]).sql(backend.dialect)
                 backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, {nextval} FROM {q(name)}", [])

@@ -13,6 +13,7 @@ from sqlglot import exp
 from tique.errors import NotSupportedError, ProgrammingError, describe
 
 ROWID = "tq_rowid"
+PACKED = "tq_pk"  # one 128-bit integer packing a multi-column integer key
 METADATA_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 
 
@@ -30,6 +31,13 @@ class TableDef:
     columns: tuple[Column, ...]
     key: tuple[str, ...]
     hidden_rowid: bool
+    # Physical only: the widths of the key columns when the engine also stores the key
+    # packed into PACKED, the one column snapshots then partition and match by (see with_packed_key).
+    packed_bits: tuple[int, ...] = ()
+
+    @property
+    def packed(self) -> bool:
+        return bool(self.packed_bits)
 
     @property
     def storage(self) -> str:
@@ -49,14 +57,49 @@ class TableDef:
 
     @property
     def physical_columns(self) -> tuple[str, ...]:
-        """User columns plus the hidden row id, when the table has one."""
-        return self.user_columns + ((ROWID,) if self.hidden_rowid else ())
+        """User columns plus the hidden row id and the packed key, when the table has them."""
+        return self.user_columns + ((ROWID,) if self.hidden_rowid else ()) + ((PACKED,) if self.packed else ())
+
+    @property
+    def match_key(self) -> tuple[str, ...]:
+        """The columns versions of one row share: what snapshots partition and match by."""
+        return (PACKED,) if self.packed else self.key
 
     def column(self, name: str) -> Column:
         for c in self.columns:
             if c.name == name:
                 return c
         raise KeyError(name)
+
+
+_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                 exp.DataType.Type.BIGINT: 64}
+
+
+def key_bits(table: TableDef, dialect: str) -> tuple[int, ...] | None:
+    """The width of each key column when all are integers, else None."""
+    widths = []
+    for name in table.key:
+        try:
+            kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect)
+        except Exception:
+            return None
+        if kind.this not in _INTEGER_BITS:
+            return None
+        widths.append(_INTEGER_BITS[kind.this])
+    return tuple(widths)
+
+
+def with_packed_key(table: TableDef, dialect: str) -> TableDef:
+    """Marks a table whose multi-column integer key fits one 128-bit integer (paper §3.2.5:
+    MonetDB filters and ranks by one column far faster than by several low-cardinality
+    ones). The packing is exact, so two keys never share a packed value. Up to 128 bits
+    fit because MonetDB (the engine that packs) keeps each integer type's minimum for NULL,
+    so the packed value never reaches HUGEINT's minimum, which is its NULL too."""
+    bits = key_bits(table, dialect) if len(table.key) > 1 and not table.hidden_rowid else None
+    if bits is None or sum(bits) > 128:
+        return table
+    return TableDef(table.name, table.columns, table.key, table.hidden_rowid, packed_bits=bits)
 
 
 def normalize(name: str) -> str:

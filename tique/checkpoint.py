@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tique.backends.base import Backend
-from tique.catalog import parse_catalog_row
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
@@ -53,7 +52,7 @@ class Checkpointer:
         key = (name, ddl)
         found = self._compiled.get(key)
         if found is None:
-            table = parse_catalog_row(ddl, self.backend.dialect)
+            table = self.backend.catalog_tables(self.raw, [(name, ddl)])[name]
             found = []
             for step in ("delete_storage", "insert_storage", "purge_cache"):
                 (tree,) = table_template(f"common/checkpoint_{step}.sql", table, table.physical_columns, self.backend.key_hash)

@@ -17,6 +17,13 @@ from tique.recovery import recover
 from tique.rewrite.snapshot import Formulation
 from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, run_write
 
+# Debug faults (negative controls for consistency checkers), never on by default:
+# no-certify: commit without certification (lost updates);
+# stale-snapshot: every statement reads the latest committed data, not the transaction's snapshot;
+# early-visibility: a transaction's snapshot misses the same connection's previous commit,
+# as if that commit had returned before the snapshot included it.
+FAULTS = frozenset({"no-certify", "stale-snapshot", "early-visibility"})
+
 _commit_statements: "weakref.WeakKeyDictionary[Backend, CommitStatements]" = weakref.WeakKeyDictionary()
 _commit_statements_lock = threading.Lock()
 
@@ -77,9 +84,14 @@ class Connection:
         commit_timeout: float = 10.0,
         checkpoint_interval_ms: int | None = None,
         faults: Iterable[str] = (),
+        packed_keys: bool = True,
     ) -> None:
+        faults = frozenset(faults)
+        unknown = faults - FAULTS
+        if unknown:
+            raise InterfaceError(f"unknown fault(s) {', '.join(sorted(unknown))}; debug faults are {', '.join(sorted(FAULTS))}")
         self.url = url
-        self._backend = open_database(url)
+        self._backend = open_database(url, packed_keys=packed_keys)
         try:
             self._raw = self._backend.open()
         except Exception as error:
@@ -88,7 +100,8 @@ class Connection:
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)
         self.static_tables = frozenset(t.lower() for t in static_tables)
-        self.faults = frozenset(faults)
+        self.faults = faults
+        self._last_commit_ts: int | None = None  # read by the early-visibility fault only
         self.commit_timeout = commit_timeout
         self._txn_holder: list[Transaction | None] = [None]
         self._plans: dict[tuple[str, Formulation], Plan] = {}
@@ -122,7 +135,7 @@ class Connection:
     def _load_catalog(self) -> None:
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
         self._catalog_ddl = dict(rows)
-        self._catalog = {name: parse_catalog_row(ddl, self._backend.dialect) for name, ddl in rows}
+        self._catalog = self._backend.catalog_tables(self._raw, rows)
         self._plans.clear()
 
     def _catalog_changed(self) -> bool:
@@ -193,7 +206,7 @@ class Connection:
                 self._flush_buffered(txn)
             if txn.written:
                 tables = [self._catalog[name] for name in sorted(txn.written)]
-                commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
+                self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
             else:
                 self._backend.oracle.end(self._raw, txn.txid)
         except errors.SerializationFailure:
@@ -261,7 +274,7 @@ class Connection:
         if found is None and not name.startswith("tq_") and not self._is_physical(name):
             rows = self._backend.rows(self._raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
             if rows:
-                found = self._catalog[name] = parse_catalog_row(rows[0][0], self._backend.dialect)
+                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][0])])[name]
                 self._catalog_ddl[name] = rows[0][0]
         return found
 
@@ -280,8 +293,22 @@ class Connection:
                 raise
             except Exception as error:
                 raise self._backend.translate(error, "BEGIN") from error
+            if "early-visibility" in self.faults and self._last_commit_ts is not None:
+                # Debug fault: start below our own previous commit, once.
+                sts, self._last_commit_ts = min(sts, self._last_commit_ts - 1), None
             txn = self._txn = Transaction(txid, sts)
         return txn
+
+    def _latest_snapshot(self) -> int:
+        """The snapshot a transaction beginning now would get (stale-snapshot fault only)."""
+        try:
+            txid, sts = self._backend.oracle.begin(self._raw)
+            self._backend.oracle.end(self._raw, txid)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "BEGIN") from error
+        return sts
 
     def _execute(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
         try:
@@ -313,6 +340,8 @@ class Connection:
             return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
         implicit = self._autocommit and self._txn is None
         txn = self._begin()
+        if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
+            txn.read_sts = self._latest_snapshot()
         try:
             if isinstance(plan, ReadPlan):
                 outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), plan.analytic)

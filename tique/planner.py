@@ -171,7 +171,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         if name is not None and name not in static_tables and not temporary:
             if tree.args.get("replace"):
                 raise NotSupportedError(describe(sql, "CREATE OR REPLACE TABLE is not supported for tique tables; DROP it first"))
-            table = table_def_from_create(tree, backend.dialect, sql)
+            table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
             return CreatePlan(table, bool(tree.args.get("exists")))
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)

@@ -7,7 +7,7 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import TableDef, parse_catalog_row
+from tique.catalog import TableDef
 from tique.oracle.local import LocalOracle
 
 
@@ -35,7 +35,7 @@ def recover_from_log(backend: Backend, raw: Any, tables: list[TableDef] | None =
     that never committed as rolled back, and return (next txid, last commit timestamp)
     to seed the oracle with. Nobody runs transactions meanwhile."""
     if tables is None:
-        tables = [parse_catalog_row(ddl, backend.dialect) for (ddl,) in backend.rows(raw, "SELECT ddl FROM tq_tables", [])]
+        tables = list(backend.catalog_tables(raw, backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])).values())
     q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
     # Everything that held a commit timestamp without an outcome is aborted.
     backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, did_commit)

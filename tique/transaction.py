@@ -43,14 +43,21 @@ class Transaction:
     next_seq: int = 1
     written: set[str] = field(default_factory=set)
     buffered: list[BufferedWrite] = field(default_factory=list)
+    # The timestamp statements read at; only the stale-snapshot debug fault moves it off
+    # sts (certification always uses sts).
+    read_sts: int | None = None
+
+    @property
+    def statement_sts(self) -> int:
+        return self.sts if self.read_sts is None else self.read_sts
 
     def context(self) -> dict[str, int]:
-        return {"tq_txid": self.txid, "tq_sts": self.sts, "tq_seq_limit": self.next_seq}
+        return {"tq_txid": self.txid, "tq_sts": self.statement_sts, "tq_seq_limit": self.next_seq}
 
     def write_context(self) -> dict[str, int]:
         base = self.next_seq
         self.next_seq += 2
-        return {"tq_txid": self.txid, "tq_sts": self.sts, "tq_seq_limit": base, "tq_seq_tomb": base, "tq_seq_write": base + 1}
+        return {"tq_txid": self.txid, "tq_sts": self.statement_sts, "tq_seq_limit": base, "tq_seq_tomb": base, "tq_seq_write": base + 1}
 
 
 class CommitStatements:
@@ -116,7 +123,8 @@ class _Lost(Exception):
 
 
 def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
-                  timeout: float, faults: frozenset[str] = frozenset()) -> None:
+                  timeout: float, faults: frozenset[str] = frozenset()) -> int:
+    """Commits `txn` and returns its commit timestamp, or raises SerializationFailure."""
     oracle = backend.oracle
     cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
     ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": cts}
@@ -166,3 +174,4 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({timeout}s) and another client resolved it as aborted")
     if not committed:
         raise SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")
+    return cts

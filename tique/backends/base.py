@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from sqlglot import exp
 
 from tique import errors
-from tique.catalog import TableDef
+from tique.catalog import PACKED, TableDef, parse_catalog_row, with_packed_key
 from tique.oracle.base import Oracle
 from tique.rewrite.params import Compiled, compile_statement
 
@@ -19,6 +19,7 @@ class Backend(ABC):
     dialect: str
     oracle: Oracle
     closed: bool = False
+    packs_keys: bool = False  # whether new tables with multi-column integer keys get a packed key
 
     def __init__(self) -> None:
         self.setup_lock = threading.Lock()
@@ -81,6 +82,25 @@ class Backend(ABC):
     @abstractmethod
     def metadata_script(self) -> str: ...
 
+    # -- tables ------------------------------------------------------------
+    def new_table(self, table: TableDef) -> TableDef:
+        """How a table about to be created is stored on this engine."""
+        return with_packed_key(table, self.dialect) if self.packs_keys else table
+
+    def packed_tables(self, raw: Any) -> set[str]:
+        """Names of the storage tables that carry a packed key column."""
+        return set()
+
+    def catalog_tables(self, raw: Any, rows: Sequence[tuple[str, str]]) -> dict[str, TableDef]:
+        """The tables of catalog rows (name, ddl), as they are stored: whether one has a
+        packed key is read off its storage table, so it never depends on settings."""
+        packed = self.packed_tables(raw) if rows else set()
+        tables = {}
+        for name, ddl in rows:
+            table = parse_catalog_row(ddl, self.dialect)
+            tables[name] = with_packed_key(table, self.dialect) if table.storage in packed else table
+        return tables
+
     def physical_ddl(self, table: TableDef) -> list[str]:
         """T_storage as declared (key included) and T_cache with the same columns plus
         tq_txid, tq_seq, tq_deleted. The cache repeats NOT NULL, so the engine rejects a
@@ -93,6 +113,10 @@ class Backend(ABC):
             ddl.append(f"CREATE SEQUENCE {q(table.rowid_sequence)}")
             storage.append(f"{q('tq_rowid')} BIGINT NOT NULL")
             cache.append(f"{q('tq_rowid')} BIGINT NOT NULL")
+        if table.packed:
+            packed_type = exp.DataType.build("INT128").sql(self.dialect)
+            storage.append(f"{q(PACKED)} {packed_type} NOT NULL")
+            cache.append(f"{q(PACKED)} {packed_type} NOT NULL")
         key = ", ".join(q(k) for k in table.key)
         ddl.append(f"CREATE TABLE {q(table.storage)} ({', '.join(storage)}, PRIMARY KEY ({key}))")
         ddl.append(f"CREATE TABLE {q(table.cache)} ({', '.join(cache)}, tq_txid BIGINT NOT NULL, tq_seq INTEGER NOT NULL, tq_deleted BOOLEAN NOT NULL)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -81,13 +82,36 @@ class Session:
     """One pymonetdb connection and what tique caches on it."""
     conn: Any
     uses: dict[str, int] = field(default_factory=dict)
-    prepared: dict[str, tuple[int, int]] = field(default_factory=dict)  # text -> (id, markers)
+    # text -> (id, markers, each marker's (type, scale) as PREPARE inferred it)
+    prepared: dict[str, tuple[int, int, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
     pipeline: str = "default_pipe"
     in_transaction: bool = False  # inside atomic(): an engine transaction, not autocommit
     session_token: int | None = None  # set by the oracle on first use
 
     def cursor(self) -> Any:
         return self.conn.cursor()
+
+
+_EXACT_TYPES = {"tinyint", "smallint", "int", "bigint", "hugeint", "oid", "decimal"}
+
+
+def _keeps(value: Any, kind: tuple[str, int]) -> bool:
+    """Whether EXEC keeps `value` exactly in the type PREPARE inferred for its marker.
+
+    PREPARE types a marker from its context, not from a value: in `v + ?` with v a
+    DECIMAL(12, 2) the marker is a DECIMAL(18, 0), and EXEC would round 0.97 to 1. Such
+    a value goes inline in the statement text instead.
+    """
+    name, scale = kind
+    if name not in _EXACT_TYPES or isinstance(value, bool) or not isinstance(value, (Decimal, float)):
+        return True
+    if isinstance(value, float):
+        if value.is_integer():
+            return True
+        value = Decimal(repr(value))
+    exponent = value.normalize().as_tuple().exponent
+    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+    return places <= (scale if name == "decimal" else 0)
 
 
 def _dollar_to_format(sql: str, params: Sequence[Any]) -> tuple[str, list]:
@@ -100,7 +124,7 @@ class MonetDBBackend(Backend):
     dialect = "monetdb"
     supports_returning = False
 
-    def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, **_: object) -> None:
+    def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()
         self.url = url
         parts = urlsplit(url)
@@ -113,6 +137,7 @@ class MonetDBBackend(Backend):
         self.prepare_threshold = prepare_threshold
         self._label_names: dict[str, tuple[str, ...]] = {}  # naming text -> native column names
         self.supports_unlogged = True
+        self.packs_keys = packed_keys  # and the server has HUGEINT, probed at install
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
 
     # -- connections -----------------------------------------------------------
@@ -167,8 +192,8 @@ class MonetDBBackend(Backend):
             raw.uses[text] = uses
             if uses >= self.prepare_threshold:
                 prepared = self._prepare(raw, text)
-        if prepared is not None:
-            ident, markers = prepared
+        if prepared is not None and all(map(_keeps, values, prepared[2])):
+            ident, markers, _ = prepared
             try:
                 cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values)
                 return cur
@@ -218,7 +243,10 @@ class MonetDBBackend(Backend):
             return None
         if cur.lastrowid is None:
             return None
-        raw.prepared[text] = (int(cur.lastrowid), sum(1 for m in _FORMAT_MARK.finditer(text) if m.group(1) == "s"))
+        markers = sum(1 for m in _FORMAT_MARK.finditer(text) if m.group(1) == "s")
+        rows = cur.fetchall()  # the result columns, then one row per marker
+        kinds = tuple((str(r[0]), int(r[2])) for r in rows[len(rows) - markers:]) if markers else ()
+        raw.prepared[text] = (int(cur.lastrowid), markers, kinds)
         return raw.prepared[text]
 
     def affected(self, cursor: Any) -> int:
@@ -304,6 +332,11 @@ class MonetDBBackend(Backend):
         except pymonetdb.exceptions.Error:
             self.supports_unlogged = False
         try:
+            cur.execute("SELECT CAST(1 AS HUGEINT)")  # 128-bit integers are a build option
+            cur.fetchall()
+        except pymonetdb.exceptions.Error:
+            self.packs_keys = False
+        try:
             self.run_script(raw, self.metadata_script())
             cur.execute("SELECT count(*) FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id "
                         "WHERE f.name IN ('tq_oracle', 'tq_hash') AND s.name = current_schema")
@@ -319,6 +352,12 @@ class MonetDBBackend(Backend):
                     "embedded_c=true. Start it as `mserver5 --set embedded_c=true ...`, or with monetdbd run "
                     f"`monetdb set embedc=true <database>` and restart the database. (server said: {text.strip()})") from error
             raise
+
+    def packed_tables(self, raw: Session) -> set[str]:
+        cur = raw.cursor()
+        cur.execute("SELECT t.name FROM sys.columns AS c JOIN sys.tables AS t ON t.id = c.table_id "
+                    "JOIN sys.schemas AS s ON s.id = t.schema_id WHERE c.name = 'tq_pk' AND s.name = current_schema")
+        return {str(r[0]) for r in cur.fetchall()}
 
     def drop_ddl(self, table: Any) -> list[str]:
         # MonetDB has no DROP SEQUENCE IF EXISTS; the catalog says whether there is one.

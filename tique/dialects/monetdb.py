@@ -58,6 +58,10 @@ class MonetDB(Postgres):
                 return "TEXT"
             if expression.is_type(exp.DataType.Type.VARBINARY):
                 return "BLOB"
+            if expression.is_type(exp.DataType.Type.INT128):
+                return "HUGEINT"
+            if expression.is_type(exp.DataType.Type.TINYINT):  # PostgreSQL has none; MonetDB does
+                return "TINYINT"
             return super().datatype_sql(expression)
 
 

@@ -6,7 +6,7 @@ from typing import Callable
 from sqlglot import exp
 
 from tique.catalog import TableDef, normalize
-from tique.rewrite.snapshot import Formulation, choose_formulation, snapshot
+from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
 
 Lookup = Callable[[str], "TableDef | None"]
@@ -66,7 +66,8 @@ def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulatio
     for ref, table in referenced_tables(tree, lookup):
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
-        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical), alias=alias.copy())
+        point = point_of(table, ref) if chosen is Formulation.RANK else None
+        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point), alias=alias.copy())
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery
         ref.replace(subquery)

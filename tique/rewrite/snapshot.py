@@ -5,8 +5,8 @@ from enum import Enum
 
 from sqlglot import exp
 
-from tique.catalog import TableDef
-from tique.rewrite.templates import KeyHash, table_template
+from tique.catalog import PACKED, TableDef
+from tique.rewrite.templates import KeyHash, column, packed_key, table_template
 
 
 class Formulation(str, Enum):
@@ -15,20 +15,39 @@ class Formulation(str, Enum):
     AUTO = "auto"  # picked per table reference from the query's filters
 
 
-def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False) -> exp.Query:
-    """The snapshot of `table` as a query. `physical` also projects the hidden row id."""
+def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
+             point: list[exp.Expression] | None = None) -> exp.Query:
+    """The snapshot of `table` as a query. `physical` also projects the hidden row id and
+    the packed key. `point`, the key values a point access pins (packed tables only),
+    filters storage and cache to that key's packed value before anything is ranked: the
+    statement's own filter on the key columns cannot pass a window partitioned by the
+    packed key, so without this the engine would rank the whole table."""
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
     name = "common/snapshot_rank.sql" if formulation is Formulation.RANK else "common/snapshot_scan.sql"
     (query,) = table_template(name, table, columns, key_hash)
     assert isinstance(query, exp.Query)
+    if point is not None and table.packed:
+        for ref in list(query.find_all(exp.Table)):
+            if ref.name in (table.storage, table.cache):
+                branch = ref.find_ancestor(exp.Select)
+                assert branch is not None
+                branch.where(exp.EQ(this=column(PACKED, ref.alias_or_name), expression=packed_key(table, point)), copy=False)
     return query
 
 
-def _equality_columns(where: exp.Expression | None, alias: str) -> set[str]:
-    """Columns of `alias` that the WHERE clause pins to a single value by a top-level equality."""
-    pinned: set[str] = set()
+def _is_value(node: exp.Expression) -> bool:
+    """A bound parameter or a number: what a packed key can be computed from in SQL."""
+    if isinstance(node, exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Placeholder) or (isinstance(node, exp.Literal) and not node.is_string)
+
+
+def _equalities(where: exp.Expression | None, alias: str) -> dict[str, exp.Expression]:
+    """Columns of `alias` that the WHERE clause pins to a single value by a top-level
+    equality, with the value each is pinned to."""
+    pinned: dict[str, exp.Expression] = {}
     if where is None:
         return pinned
     condition = where.this if isinstance(where, exp.Where) else where
@@ -37,18 +56,43 @@ def _equality_columns(where: exp.Expression | None, alias: str) -> set[str]:
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
             if isinstance(side, exp.Column) and not other.find(exp.Column) and side.table in ("", alias):
-                pinned.add(side.name.lower())
+                pinned.setdefault(side.name.lower(), other)
     return pinned
 
 
 def formulation_for(table: TableDef, where: exp.Expression | None, alias: str) -> Formulation:
     """rank() when `where` pins the table's whole key (a point access), otherwise scan."""
-    return Formulation.RANK if set(table.key) <= _equality_columns(where, alias) else Formulation.SCAN
+    return Formulation.RANK if set(table.key) <= set(_equalities(where, alias)) else Formulation.SCAN
+
+
+def pinned_key(table: TableDef, where: exp.Expression | None, alias: str) -> list[exp.Expression] | None:
+    """The values `where` pins every key column of a packed table to, in key order; None
+    unless each is a parameter or a number. The statement keeps its own filter, so the
+    packed filter only has to keep every row that one does, which an exact packing of
+    the same values does."""
+    if not table.packed:
+        return None
+    pinned = _equalities(where, alias)
+    values = [pinned.get(k) for k in table.key]
+    if any(v is None or not _is_value(v) for v in values):
+        return None
+    return [v for v in values if v is not None]
+
+
+def _enclosing_where(reference: exp.Table) -> tuple[exp.Expression | None, bool]:
+    select = reference.find_ancestor(exp.Select)
+    return (select.args.get("where"), True) if select is not None else (None, False)
 
 
 def choose_formulation(table: TableDef, reference: exp.Table) -> Formulation:
     """The formulation for a table read inside a SELECT, from that SELECT's WHERE."""
-    select = reference.find_ancestor(exp.Select)
-    if select is None:
+    where, found = _enclosing_where(reference)
+    if not found:
         return Formulation.SCAN
-    return formulation_for(table, select.args.get("where"), reference.alias_or_name)
+    return formulation_for(table, where, reference.alias_or_name)
+
+
+def point_of(table: TableDef, reference: exp.Table) -> list[exp.Expression] | None:
+    """The pinned key of a packed table read inside a SELECT, from that SELECT's WHERE."""
+    where, _ = _enclosing_where(reference)
+    return pinned_key(table, where, reference.alias_or_name)

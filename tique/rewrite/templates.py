@@ -2,9 +2,10 @@
 
 Markers: `storage_table` and `cache_table` name the physical tables; `TQ_COLUMNS(a)`
 expands to the columns the template projects (qualified by `a` when given);
-`TQ_ALL_COLUMNS(a)` to every physical column, hidden row id included; `TQ_KEY(a)` to its key
-columns; `TQ_KEY_MATCH(a, b)` to equality of the two sides' keys; `TQ_KEY_HASH(a)` to
-the engine's write-set hash of the key. `:tq_*` placeholders are per-transaction values.
+`TQ_ALL_COLUMNS(a)` to every physical column, hidden row id and packed key included;
+`TQ_KEY(a)` to the columns the versions of one row share (the packed key where there is
+one); `TQ_KEY_MATCH(a, b)` to equality of the two sides' keys; `TQ_KEY_HASH(a)` to the
+engine's write-set hash of the key. `:tq_*` placeholders are per-transaction values.
 """
 from __future__ import annotations
 
@@ -62,7 +63,21 @@ def _qualifier(call: exp.Anonymous, i: int = 0) -> str | None:
 
 
 def key_match(table: TableDef, left: str, right: str) -> exp.Expression:
-    return exp.and_(*[exp.EQ(this=column(k, left), expression=column(k, right)) for k in table.key])
+    return exp.and_(*[exp.EQ(this=column(k, left), expression=column(k, right)) for k in table.match_key])
+
+
+def packed_key(table: TableDef, values: list[exp.Expression]) -> exp.Expression:
+    """The packed key of one row from its key values, in key order: the first value
+    signed, each next one shifted to non-negative and appended below it, so the packing
+    is exact and fits 128 bits (see catalog.with_packed_key)."""
+    bits = table.packed_bits
+    assert len(values) == len(bits)
+    wide = exp.DataType.build("INT128")
+    packed: exp.Expression = exp.cast(values[0].copy(), wide)
+    for value, width in zip(values[1:], bits[1:]):
+        shifted = exp.Paren(this=exp.Add(this=exp.cast(value.copy(), wide), expression=exp.Literal.number(2 ** (width - 1))))
+        packed = exp.Add(this=exp.Mul(this=exp.Paren(this=packed), expression=exp.cast(exp.Literal.number(2 ** width), wide)), expression=shifted)
+    return packed
 
 
 def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash) -> exp.Expression:
@@ -83,7 +98,7 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
             elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_ALL_COLUMNS":
                 out.extend(column(c, _qualifier(item)) for c in table.physical_columns)
             elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_KEY":
-                out.extend(column(k, _qualifier(item)) for k in table.key)
+                out.extend(column(k, _qualifier(item)) for k in table.match_key)
             else:
                 out.append(item)
         return out
@@ -97,9 +112,9 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
         if upper == "TQ_KEY_MATCH":
             left, right = _qualifier(call, 0), _qualifier(call, 1)
             right = names.get(right, right)
-            call.replace(exp.paren(key_match(table, left, right)) if len(table.key) > 1 else key_match(table, left, right))
+            call.replace(exp.paren(key_match(table, left, right)) if len(table.match_key) > 1 else key_match(table, left, right))
         elif upper == "TQ_KEY_HASH":
-            call.replace(key_hash(table.name, [column(k, _qualifier(call)) for k in table.key]))
+            call.replace(key_hash(table.name, [column(k, _qualifier(call)) for k in table.match_key]))
     return tree
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableDef, normalize
+from tique.catalog import PACKED, ROWID, TableDef, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.reads import Lookup, replace_tables
-from tique.rewrite.snapshot import Formulation, formulation_for, snapshot
-from tique.rewrite.templates import KeyHash, column, quoted
+from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
+from tique.rewrite.templates import KeyHash, column, packed_key, quoted
 
 NEW = "tq_new"
 
@@ -160,6 +160,8 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
             projections.append(exp.Null())
     if table.hidden_rowid:
         projections.append(_rowid_default(table))
+    if table.packed:
+        projections.append(packed_key(table, [column(k, NEW) for k in table.key]))
     select = exp.select(*projections, *_metadata("tq_seq_write", False)).from_(derived)
     return WritePlan(table, (_cache_insert(table, select),), 0, validation(table, key_hash), _undo(table))
 
@@ -169,7 +171,8 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Looku
     alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref.alias_or_name)
-    snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True), alias=exp.TableAlias(this=quoted(alias)))
+    point = pinned_key(table, tree.args.get("where"), ref.alias_or_name) if formulation is Formulation.RANK else None
+    snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias)))
     select = exp.select().from_(snap)
     extra = []
     # sqlglot names UPDATE's FROM clause "from_" from version 28 on, "from" before it.
@@ -200,8 +203,10 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
             raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
         assignments[name] = _typed(replace_tables(assignment.expression.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
-    new_values = [assignments.get(c, column(c, alias)) if c != ROWID else column(ROWID, alias) for c in table.physical_columns]
     moves_key = any(k in assignments for k in table.key)
+    new_values = [assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias) for c in table.physical_columns]
+    if table.packed and moves_key:
+        new_values[-1] = packed_key(table, [assignments.get(k, column(k, alias)) for k in table.key])
     inserts: list[exp.Expression] = []
     if moves_key:
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
