@@ -15,7 +15,7 @@ from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, de
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.snapshot import Formulation
-from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, run_write
+from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, release, reserve, run_write
 
 # Debug faults (negative controls for consistency checkers), never on by default:
 # no-certify: commit without certification (lost updates);
@@ -85,6 +85,7 @@ class Connection:
         checkpoint_interval_ms: int | None = None,
         faults: Iterable[str] = (),
         packed_keys: bool = True,
+        priority: bool = False,
     ) -> None:
         faults = frozenset(faults)
         unknown = faults - FAULTS
@@ -103,6 +104,11 @@ class Connection:
         self.faults = faults
         self._last_commit_ts: int | None = None  # read by the early-visibility fault only
         self.commit_timeout = commit_timeout
+        # Priority mode (paper 2.3.4): a transaction that fails certification is re-executed
+        # once on a fresh snapshot while holding a reservation on its keys. Settable per
+        # transaction; it assumes the statements, run again, write the same keys.
+        self.priority = priority
+        self.priority_retries = 0  # re-executions that committed
         self._txn_holder: list[Transaction | None] = [None]
         self._plans: dict[tuple[str, Formulation], Plan] = {}
         self._catalog: dict[str, TableDef] = {}
@@ -202,22 +208,59 @@ class Connection:
         if txn is None:
             return
         try:
-            if txn.buffered:
-                self._flush_buffered(txn)
-            if txn.written:
-                tables = [self._catalog[name] for name in sorted(txn.written)]
-                self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
-            else:
-                self._backend.oracle.end(self._raw, txn.txid)
-        except errors.SerializationFailure:
+            self._commit_transaction(txn)
+        except errors.SerializationFailure as failure:
             self._txn = None
-            raise
+            if not (self.priority and txn.statements and getattr(failure, "lost_certification", False)):
+                raise
+            self._reexecute(txn)
+            return
         except BaseException as error:
             self._abandon(txn)
             if isinstance(error, Exception) and not isinstance(error, errors.Error):
                 raise self._backend.translate(error, "COMMIT") from error
             raise
         self._txn = None
+
+    def _commit_transaction(self, txn: Transaction) -> None:
+        if txn.buffered:
+            self._flush_buffered(txn)
+        if txn.written:
+            tables = [self._catalog[name] for name in sorted(txn.written)]
+            self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
+        elif txn.reserved_cts is not None:  # a re-execution that wrote nothing gives its timestamp back
+            release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
+        else:
+            self._backend.oracle.end(self._raw, txn.txid)
+
+    def _reexecute(self, failed: Transaction) -> None:
+        """Priority mode's one retry: reserve the failed write-set, run the statements again
+        on a fresh snapshot, commit with the reserved timestamp. A second failure raises."""
+        retry = self._txn = reserve(self._backend, self._raw, failed, self._commit_sql, self.commit_timeout)
+        assert retry.reserved_cts is not None
+        try:
+            for sql, params in failed.statements or []:
+                self._execute(sql, params)
+        except BaseException:
+            self._txn = None
+            try:
+                release(self._backend, self._raw, retry.txid, retry.reserved_cts, self.commit_timeout)
+            finally:
+                if retry.written:
+                    self._backend.execute(self._raw, self._commit_sql.rolled_back.sql, [retry.txid])
+            raise
+        try:
+            self._commit_transaction(retry)
+        except errors.SerializationFailure:
+            self._txn = None
+            raise
+        except BaseException as error:
+            self._abandon(retry)
+            if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                raise self._backend.translate(error, "COMMIT") from error
+            raise
+        self._txn = None
+        self.priority_retries += 1
 
     def rollback(self) -> None:
         self._check_open()
@@ -342,6 +385,10 @@ class Connection:
         txn = self._begin()
         if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
+        if self.priority and not implicit:
+            if txn.statements is None:
+                txn.statements = []
+            txn.statements.append((sql, params))
         try:
             if isinstance(plan, ReadPlan):
                 outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), plan.analytic)

@@ -46,6 +46,10 @@ class Transaction:
     # The timestamp statements read at; only the stale-snapshot debug fault moves it off
     # sts (certification always uses sts).
     read_sts: int | None = None
+    # Priority mode: the statements run so far (to re-execute them), and the commit
+    # timestamp a re-execution already holds.
+    statements: list[tuple[str, tuple]] | None = None
+    reserved_cts: int | None = None
 
     @property
     def statement_sts(self) -> int:
@@ -78,6 +82,8 @@ class CommitStatements:
             exp.select(exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT"), exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"),
                        exp.cast(exp.Placeholder(this="tq_committed"), "BOOLEAN")),
             "tq_outcome", columns=["cts", "txid", "did_commit"]))
+        self.failed_write_set = backend.compile(exp.select("key_hash").distinct().from_("tq_write_sets").where(
+            exp.EQ(this=exp.column("txid"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
     def write_set(self, tables: list[TableDef]) -> Compiled:
@@ -126,7 +132,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                   timeout: float, faults: frozenset[str] = frozenset()) -> int:
     """Commits `txn` and returns its commit timestamp, or raises SerializationFailure."""
     oracle = backend.oracle
-    cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
+    cts = txn.reserved_cts if txn.reserved_cts is not None else oracle.take_commit_timestamp(raw, txn.txid, timeout)
     ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": cts}
     lost = False  # True when a timeout resolver's abort marker beat our commit marker
     try:
@@ -173,5 +179,46 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     if lost:
         raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({timeout}s) and another client resolved it as aborted")
     if not committed:
-        raise SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")
+        failure = SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")
+        failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
+        raise failure
     return cts
+
+
+def reserve(backend: Backend, raw: Any, failed: Transaction, sql: CommitStatements, timeout: float) -> Transaction:
+    """Priority mode, after `failed` lost certification: a new transaction that already
+    holds a commit timestamp and has logged the failed write-set under it.
+
+    Until it decides, every other writer of those keys that certifies sees a transaction
+    committing after its start and aborts, so the re-execution (on the new, fresher
+    snapshot) can only lose to a writer that had already taken its commit timestamp when
+    the reservation was made: with the same key-set, a priority transaction aborts at
+    most once. The price: commits after the reserved timestamp become visible only once
+    it is decided, and the reservation is a commit timestamp like any other, so a
+    re-execution that outlives `timeout` is aborted by the others."""
+    oracle = backend.oracle
+    txid, sts = oracle.begin(raw)
+    try:
+        cts = oracle.take_commit_timestamp(raw, txid, timeout)
+    except BaseException:
+        oracle.end(raw, txid)
+        raise
+    try:
+        hashes = [row[0] for row in backend.rows(raw, sql.failed_write_set.sql, sql.failed_write_set.values((), {"tq_txid": failed.txid}))]
+        for first in range(0, len(hashes), 500):  # plain multi-row VALUES: never an engine conflict
+            chunk = hashes[first:first + 500]
+            values = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(chunk)))
+            backend.execute(raw, f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {values}",
+                            [v for h in chunk for v in (txid, cts, h)])
+    except BaseException:
+        release(backend, raw, txid, cts, timeout)
+        raise
+    return Transaction(txid, sts, statements=[], reserved_cts=cts)
+
+
+def release(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:
+    """Gives up a reserved commit timestamp: an abort outcome, then publish, so nobody waits on it."""
+    try:
+        backend.insert_abort_outcome(raw, cts, txid)
+    finally:
+        backend.oracle.publish(raw, txid, cts, timeout)
