@@ -1,6 +1,7 @@
 """DuckDB, embedded: one database file in a working directory."""
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -87,10 +88,14 @@ class DuckDBEngine(Engine):
     name = "duckdb"
 
     def __init__(self, url: str | None = None, workdir: str | Path | None = None) -> None:
+        self._scratch: Path | None = None  # a directory we made, removed on close
         if url:
             self.path = str(Path(database_path(url)).resolve())
         else:
-            directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tique-duckdb-"))
+            if workdir is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="tique-duckdb-"))
+            directory = Path(workdir) if workdir else self._scratch
+            assert directory is not None
             directory.mkdir(parents=True, exist_ok=True)
             self.path = str((directory / "bench.db").resolve())
         # One in-process database shared by every native connection (DuckDB allows one
@@ -128,3 +133,6 @@ class DuckDBEngine(Engine):
         if self._base is not None:
             self._base.close()
             self._base = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

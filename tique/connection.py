@@ -208,13 +208,19 @@ class Connection:
         if txn is None:
             return
         try:
-            self._commit_transaction(txn)
+            self._commit_or_abandon(txn)
         except errors.SerializationFailure as failure:
-            self._txn = None
             if not (self.priority and txn.statements and getattr(failure, "lost_certification", False)):
                 raise
             self._reexecute(txn)
-            return
+
+    def _commit_or_abandon(self, txn: Transaction) -> None:
+        """Commits `txn`; a failed commit leaves no transaction open on this connection."""
+        try:
+            self._commit_transaction(txn)
+        except errors.SerializationFailure:
+            self._txn = None
+            raise
         except BaseException as error:
             self._abandon(txn)
             if isinstance(error, Exception) and not isinstance(error, errors.Error):
@@ -249,17 +255,7 @@ class Connection:
                 if retry.written:
                     self._backend.execute(self._raw, self._commit_sql.rolled_back.sql, [retry.txid])
             raise
-        try:
-            self._commit_transaction(retry)
-        except errors.SerializationFailure:
-            self._txn = None
-            raise
-        except BaseException as error:
-            self._abandon(retry)
-            if isinstance(error, Exception) and not isinstance(error, errors.Error):
-                raise self._backend.translate(error, "COMMIT") from error
-            raise
-        self._txn = None
+        self._commit_or_abandon(retry)
         self.priority_retries += 1
 
     def rollback(self) -> None:

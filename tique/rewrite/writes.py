@@ -86,6 +86,17 @@ def validation(table: TableDef, key_hash: KeyHash) -> exp.Expression | None:
     for p in before.find_all(exp.Placeholder):
         if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
             p.set("this", "tq_seq_write")
+    # Only the written keys' versions are ranked: without this semi-join in each branch the
+    # engine would rank the whole table, as the key it looks up comes from a correlated
+    # reference that no optimizer pushes below a window.
+    for ref in list(before.find_all(exp.Table)):
+        if ref.name in (table.storage, table.cache):
+            branch = ref.find_ancestor(exp.Select)
+            assert branch is not None
+            side = ref.alias_or_name
+            written = _written_rows(table, "w").select(exp.Literal.number(1), append=False).where(
+                exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key]))
+            branch.where(exp.Exists(this=written), copy=False)
     present = exp.Exists(this=exp.select(exp.Literal.number(1))
                          .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
                          .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))

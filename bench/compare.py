@@ -1,0 +1,240 @@
+"""`tique bench compare`: several systems through the same benchmarks in one run, on the
+same machine, with ratios side by side and the paper's ratios beside them.
+
+Each system gets its own database. The PostgreSQL systems share one throwaway cluster,
+and the MonetDB systems share one server (a schema each), so they compete for the same
+machine in the same way. Systems run one after another, never at once.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from bench.results import now, table, write
+from bench.tpcc.loader import FULL, TINY, Scale
+from drivers import System, open_system
+
+# The paper's own measurements (TiQuE paper, section 4: 512 warehouses, 32 vCPUs), as
+# ratios, from its published results (oltp.csv, olap.csv, hybrid_olap_on_oltp.csv).
+PAPER_TPCC_THROUGHPUT = {  # transactions/s by clients
+    "tique-monetdb": {1: 76.14, 4: 238.5, 16: 468.27},
+    "native-monetdb": {1: 25.88, 4: 0.52, 16: 0.61},
+    "native-postgres": {1: 76.73, 4: 309.91, 16: 982.48},
+}
+PAPER_CHBENCH_TOTAL_S = {"tique-monetdb": 1015.31, "native-monetdb": 832.227, "native-postgres": 6053.76}
+PAPER_HTAP_OLTP_LOSS = {  # share of OLTP throughput lost to 1 and to 6 OLAP clients (6 OLTP clients)
+    "tique-monetdb": {1: 1 - 252.13 / 264.43, 6: 1 - 193.02 / 264.43},
+    "native-postgres": {1: 1 - 283.58 / 556.34, 6: 1 - 157.62 / 556.34},
+}
+
+
+# A tenth of the specification's items and customers: the default of the README's
+# two-minute run. Not a TPC-C result; `full` is.
+SMALL = Scale(items=10_000, customers=300, orders=300)
+SCALES = {"full": FULL, "small": SMALL, "tiny": TINY}
+
+
+@dataclass
+class CompareConfig:
+    systems: Sequence[str] = ("native-duckdb", "tique-duckdb")
+    warehouses: int = 1
+    clients: Sequence[int] = (1, 4)
+    tpcc_seconds: float = 10.0
+    warmup_seconds: float = 2.0
+    chbench_repetitions: int = 1
+    chbench_oltp_seconds: float = 5.0
+    htap: tuple[int, int, float] | None = None  # (OLTP clients, OLAP clients, seconds)
+    scale: Scale = FULL
+    checkpoint_ms: int = 1000
+    out_dir: Path = Path("results")
+    urls: dict[str, str] = field(default_factory=dict)  # system -> existing database
+
+
+class SharedServers:
+    """One PostgreSQL cluster and one MonetDB server for every system that needs them."""
+
+    def __init__(self) -> None:
+        self.cluster: Any = None
+        self.monetdb: Any = None
+        self.scratch = Path(tempfile.mkdtemp(prefix="tique-compare-"))
+
+    def url_for(self, system: str) -> str | None:
+        engine = system.split("-", 1)[1]
+        if engine == "postgres":
+            if self.cluster is None:
+                from drivers.pg_cluster import ThrowawayCluster
+                from drivers.postgres_engine import CLUSTER_SETTINGS
+
+                self.cluster = ThrowawayCluster(settings=CLUSTER_SETTINGS)
+            return self.cluster.create_database(system.replace("-", "_"))
+        if engine == "monetdb":
+            import os
+
+            base = os.environ.get("TIQUE_MONETDB_URL")
+            if base is None:
+                if self.monetdb is None:
+                    from drivers.monetdb_server import MonetDBServer
+
+                    self.monetdb = MonetDBServer()
+                base = self.monetdb.url
+            return f"{base}{'&' if '?' in base else '?'}schema={system.replace('-', '_')}"
+        return None
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self.monetdb is not None:
+            self.monetdb.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _open(name: str, config: CompareConfig, servers: SharedServers) -> System:
+    options: dict[str, Any] = {"checkpoint_interval_ms": config.checkpoint_ms} if name.startswith("tique-") else {}
+    url = config.urls.get(name) or servers.url_for(name)
+    return open_system(name, url=url, workdir=servers.scratch / name, **options)
+
+
+def run_system(name: str, config: CompareConfig, servers: SharedServers, console: Any) -> dict[str, Any]:
+    from bench.chbench import htap as htap_bench
+    from bench.chbench import run as chbench
+    from bench.tpcc import run as tpcc
+
+    out = config.out_dir
+    system = _open(name, config, servers)
+    summary: dict[str, Any] = {"system": name, "version": system.version(), "tpcc": {}, "consistent": True}
+    try:
+        for clients in config.clients:
+            console.print(f"[bold]{name}[/bold]: TPC-C, {clients} client(s), {config.tpcc_seconds:g} s")
+            result = tpcc.benchmark(name, config.warehouses, clients, config.tpcc_seconds, config.warmup_seconds,
+                                    system=system, scale=config.scale, out=str(out / f"tpcc-{name}-c{clients}.json"),
+                                    console=console, progress=False)
+            m = result.metrics
+            summary["tpcc"][clients] = {"txn_per_s": m.get("txn_per_s"), "tpmc": m.get("tpmC"),
+                                        "abort_rate": m.get("abort_rate")}
+            summary["consistent"] = summary["consistent"] and bool((result.consistency or {}).get("all_hold"))
+        console.print(f"[bold]{name}[/bold]: CH-benCHmark, {config.chbench_repetitions} repetition(s)")
+        ch = chbench.benchmark(name, config.warehouses, config.chbench_repetitions, config.chbench_oltp_seconds,
+                               system=system, scale=config.scale, out=str(out / f"chbench-{name}.json"),
+                               console=console, progress=False)
+        summary["chbench_total_s"] = ch.metrics["total_median_s"]
+        summary["chbench_failed"] = ch.metrics["failed"]
+        if config.htap is not None:
+            oltp, olap, seconds = config.htap
+            console.print(f"[bold]{name}[/bold]: HTAP, {oltp} OLTP + {olap} OLAP clients, {seconds:g} s")
+            hp = htap_bench.benchmark(name, config.warehouses, oltp, olap, seconds, system=system, scale=config.scale,
+                                      out=str(out / f"htap-{name}.json"), console=console, progress=False)
+            summary["htap"] = hp.metrics["points"][0]
+    finally:
+        system.close()
+    return summary
+
+
+def _baseline(name: str, names: Sequence[str]) -> str | None:
+    """tique-X is compared with native-X; native systems with native-monetdb when present."""
+    engine = name.split("-", 1)[1]
+    if name.startswith("tique-") and f"native-{engine}" in names:
+        return f"native-{engine}"
+    return None
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def _paper_tpcc_ratio(name: str, base: str, clients: int) -> float | None:
+    mine, theirs = PAPER_TPCC_THROUGHPUT.get(name, {}), PAPER_TPCC_THROUGHPUT.get(base, {})
+    return _ratio(mine.get(clients), theirs.get(clients))
+
+
+def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any) -> list[list[Any]]:
+    names = [s["system"] for s in summaries]
+    by_name = {s["system"]: s for s in summaries}
+    rows: list[list[Any]] = []
+    for clients in config.clients:
+        for s in summaries:
+            t = s["tpcc"].get(clients, {})
+            base = _baseline(s["system"], names)
+            ratio = _ratio(t.get("txn_per_s"), by_name[base]["tpcc"].get(clients, {}).get("txn_per_s")) if base else None
+            rows.append([f"TPC-C txn/s, {clients} client(s)", s["system"], t.get("txn_per_s"),
+                         None if t.get("abort_rate") is None else t["abort_rate"] * 100,
+                         f"{ratio:.2f}x {base}" if ratio else "", _fmt_paper(_paper_tpcc_ratio(s["system"], base, clients) if base else None)])
+    for s in summaries:
+        base = _baseline(s["system"], names)
+        ratio = _ratio(s.get("chbench_total_s"), by_name[base].get("chbench_total_s")) if base else None
+        paper = _ratio(PAPER_CHBENCH_TOTAL_S.get(s["system"]), PAPER_CHBENCH_TOTAL_S.get(base or "")) if base else None
+        failed = f" ({len(s['chbench_failed'])} failed)" if s.get("chbench_failed") else ""
+        rows.append([f"CH-benCHmark total s{failed}", s["system"], s.get("chbench_total_s"), None,
+                     f"{ratio:.2f}x {base} (time)" if ratio else "", _fmt_paper(paper)])
+    for s in summaries:
+        point = s.get("htap")
+        if point:
+            oltp = point.get("oltp") or {}
+            rows.append([f"HTAP OLTP txn/s ({point.get('oltp_clients')} OLTP + {point.get('olap_clients')} OLAP)", s["system"],
+                         oltp.get("txn_per_s"), None, "", ""])
+            rows.append([f"HTAP OLAP queries/s ({point.get('oltp_clients')} OLTP + {point.get('olap_clients')} OLAP)", s["system"],
+                         (point.get("olap") or {}).get("queries_per_s"), None, "", ""])
+    table(f"tique bench compare: {config.warehouses} warehouse(s), TPC-C {config.tpcc_seconds:g} s per point"
+          f"{'' if config.scale == FULL else ' (reduced scale)'}",
+          ["benchmark", "system", "value", "abort %", "ratio", "paper ratio"], rows, console=console)
+    for s in summaries:
+        if not s["consistent"]:
+            console.print(f"[red]{s['system']}: a TPC-C consistency condition failed[/red]")
+    return rows
+
+
+def _fmt_paper(value: float | None) -> str:
+    return f"{value:.2f}x" if value else ""
+
+
+def chart(summaries: list[dict[str, Any]], config: CompareConfig, path: Path) -> Path:
+    """TPC-C throughput by clients and CH-benCHmark total time, one bar per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / max(1, len(summaries))
+    for i, s in enumerate(summaries):
+        xs = [c + (i - (len(summaries) - 1) / 2) * width for c in range(len(config.clients))]
+        left.bar(xs, [s["tpcc"].get(c, {}).get("txn_per_s") or 0 for c in config.clients], width, label=s["system"])
+    left.set_xticks(range(len(config.clients)), [str(c) for c in config.clients])
+    left.set_xlabel("clients")
+    left.set_ylabel("TPC-C transactions/s")
+    left.legend()
+    right.bar([s["system"] for s in summaries], [s.get("chbench_total_s") or 0 for s in summaries],
+              color=[f"C{i}" for i in range(len(summaries))])
+    right.set_ylabel("CH-benCHmark: sum of 22 query medians, s")
+    right.tick_params(axis="x", rotation=20)
+    fig.suptitle(f"tique vs native, {config.warehouses} warehouse(s), same machine, same run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def compare(config: CompareConfig, console: Any = None) -> dict[str, Any]:
+    from rich.console import Console
+
+    console = console or Console()
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    started = now()
+    servers = SharedServers()
+    try:
+        summaries = [run_system(name, config, servers, console) for name in config.systems]
+    finally:
+        servers.close()
+    rows = report(summaries, config, console)
+    document = {"benchmark": "compare", "started_at": started, "finished_at": now(),
+                "parameters": {"systems": list(config.systems), "warehouses": config.warehouses,
+                               "clients": list(config.clients), "tpcc_seconds": config.tpcc_seconds,
+                               "chbench_repetitions": config.chbench_repetitions, "htap": config.htap,
+                               "full_scale": config.scale == FULL},
+                "systems": summaries, "table": rows}
+    write(document, config.out_dir / "compare.json")
+    png = chart(summaries, config, config.out_dir / "compare.png")
+    console.print(f"results: {config.out_dir}/ (one JSON per run, compare.json) and chart {png}")
+    return document

@@ -1,0 +1,1 @@
+"""TPC-C: schema, loader, the five transactions, runs and the consistency check."""

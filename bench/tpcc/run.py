@@ -1,0 +1,289 @@
+"""TPC-C runs: C closed-loop clients with no think time, a warm-up, then a measured
+duration; per-type throughput, abort rate and latency; then the consistency check.
+
+Clients are threads of this process, each with its own connection. The client side of
+a transaction is a few microseconds of Python between statements; the rest is waiting
+on the engine (which releases the GIL: the DuckDB library, or a socket to PostgreSQL or
+MonetDB). Threads also keep every tique-duckdb connection on the one in-process oracle
+their database shares, which separate processes could not.
+
+An aborted transaction (serialization or write-write conflict, `system.is_abort`) is
+counted as aborted and NOT retried: the client goes on with a new transaction and new
+inputs, as py-tpcc (the paper's driver) does. So the abort rate is the fraction of
+attempts that aborted. A New-Order's by-design rollback (1%, an unused item) is a
+rollback, not an abort.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from bench.results import Result, now, table, write
+from bench.tpcc.consistency import check, verdict
+from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
+from bench.tpcc.rand import Constants
+from bench.tpcc.transactions import KINDS, MIX, UserRollback, Workload, executor
+from drivers import open_system
+
+ERROR_SAMPLES = 5
+
+
+@dataclass
+class KindStats:
+    commits: int = 0
+    rollbacks: int = 0  # New-Order's user rollbacks
+    aborts: int = 0
+    errors: int = 0  # neither committed nor an abort: a failure the run reports
+    latencies: list[float] = field(default_factory=list)  # seconds, of completed transactions
+    skipped: int = 0  # Delivery: districts without an undelivered order
+
+    def merge(self, other: "KindStats") -> None:
+        self.commits += other.commits
+        self.rollbacks += other.rollbacks
+        self.aborts += other.aborts
+        self.errors += other.errors
+        self.latencies.extend(other.latencies)
+        self.skipped += other.skipped
+
+    @property
+    def completed(self) -> int:
+        return self.commits + self.rollbacks
+
+    @property
+    def abort_rate(self) -> float:
+        attempts = self.completed + self.aborts + self.errors
+        return self.aborts / attempts if attempts else 0.0
+
+    def percentile_ms(self, p: float) -> float:
+        return float(np.percentile(self.latencies, p) * 1000) if self.latencies else float("nan")
+
+
+@dataclass
+class TpccRun:
+    system: str
+    warehouses: int
+    clients: int
+    seconds: float  # the measured window
+    warmup: float
+    contention: int | None
+    per_kind: dict[str, KindStats] = field(default_factory=lambda: {k: KindStats() for k in KINDS})
+    error_samples: list[str] = field(default_factory=list)
+    stuck_clients: int = 0
+
+    @property
+    def tpmc(self) -> float:
+        """New-Orders per minute: committed ones plus the by-design rollbacks, which the
+        specification counts as completed business transactions."""
+        return self.per_kind["new_order"].completed / self.seconds * 60 if self.seconds else 0.0
+
+    @property
+    def total(self) -> KindStats:
+        total = KindStats()
+        for stats in self.per_kind.values():
+            total.merge(stats)
+        return total
+
+    def metrics(self) -> dict[str, Any]:
+        total = self.total
+        return {
+            "measured_seconds": round(self.seconds, 3),
+            "tpmC": self.tpmc,
+            "txn_per_s": total.completed / self.seconds if self.seconds else 0.0,
+            "commits": total.commits, "rollbacks": total.rollbacks, "aborts": total.aborts, "errors": total.errors,
+            "abort_rate": total.abort_rate,
+            "transactions": {kind: {"commits": s.commits, "rollbacks": s.rollbacks, "aborts": s.aborts,
+                                    "errors": s.errors, "abort_rate": s.abort_rate,
+                                    "per_s": s.completed / self.seconds if self.seconds else 0.0,
+                                    "p50_ms": s.percentile_ms(50), "p95_ms": s.percentile_ms(95),
+                                    "p99_ms": s.percentile_ms(99), **({"skipped_districts": s.skipped} if kind == "delivery" else {})}
+                             for kind, s in self.per_kind.items()},
+            "error_samples": self.error_samples,
+            "stuck_clients": self.stuck_clients,
+        }
+
+
+def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: float = 5.0,
+        contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX) -> TpccRun:
+    """Runs the standard mix on `system` (loaded as `loaded` says) and returns what the
+    transactions that finished inside the measured window did."""
+    if clients < 1 or duration <= 0 or warmup < 0:
+        raise ValueError("need clients >= 1, duration > 0 and warmup >= 0")
+    if contention is not None and not 1 <= contention <= loaded.warehouses:
+        raise ValueError(f"--contention must be between 1 and the {loaded.warehouses} warehouses")
+    constants = Constants.for_run(loaded.c_last_load, random.Random(seed))
+    result = TpccRun(system.name, loaded.warehouses, clients, duration, warmup, contention)
+    lock = threading.Lock()
+    ready = threading.Barrier(clients + 1)  # every client connected (or failed to)
+    go = threading.Event()
+    window = [0.0, 0.0]  # the measured window [start, end), set before `go`
+
+    def client(index: int) -> None:
+        stats = {k: KindStats() for k in KINDS}
+        errors: list[str] = []
+        conn = None
+        try:
+            conn = system.connect()
+        except Exception as error:  # noqa: BLE001 - reported with the results
+            errors.append(f"connect: {type(error).__name__}: {error}"[:500])
+        execute = executor(conn) if conn is not None else None
+        rng = random.Random(seed * 1000 + index)
+        workload = Workload(loaded.warehouses, loaded.scale, constants, contention, mix)
+        _quietly(lambda: ready.wait(timeout=120))
+        go.wait(timeout=120)
+        try:
+            while execute is not None and time.perf_counter() < window[1]:
+                kind = workload.choose(rng)
+                began = time.perf_counter()
+                outcome = None
+                try:
+                    outcome = workload.run(kind, execute, rng)
+                    conn.commit()
+                    status = "commit"
+                except UserRollback:
+                    conn.rollback()
+                    status = "rollback"
+                except Exception as error:  # noqa: BLE001 - classified right below
+                    _quietly(conn.rollback)
+                    if system.is_abort(error):
+                        status = "abort"
+                    else:
+                        status = "error"
+                        if len(errors) < ERROR_SAMPLES:
+                            errors.append(f"{kind}: {type(error).__name__}: {error}"[:500])
+                finished = time.perf_counter()
+                if not window[0] <= finished < window[1]:
+                    continue  # warm-up, or past the end
+                s = stats[kind]
+                if status == "commit":
+                    s.commits += 1
+                    s.skipped += outcome.skipped if outcome else 0
+                elif status == "rollback":
+                    s.rollbacks += 1
+                elif status == "abort":
+                    s.aborts += 1
+                else:
+                    s.errors += 1
+                if status in ("commit", "rollback"):
+                    s.latencies.append(finished - began)
+        finally:
+            if conn is not None:
+                _quietly(conn.close)
+            with lock:
+                for kind, s in stats.items():
+                    result.per_kind[kind].merge(s)
+                result.error_samples.extend(errors[: max(0, ERROR_SAMPLES - len(result.error_samples))])
+
+    threads = [threading.Thread(target=client, args=(i,), name=f"tpcc-client-{i}", daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    _quietly(lambda: ready.wait(timeout=120))
+    window[0] = time.perf_counter() + warmup
+    window[1] = window[0] + duration
+    go.set()
+    deadline = window[1] + 120  # a transaction still running two minutes after the end is stuck
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.perf_counter()))
+    result.stuck_clients = sum(t.is_alive() for t in threads)
+    return result
+
+
+def _quietly(action: Any) -> None:
+    try:
+        action()
+    except Exception:  # the transaction or connection is already gone
+        pass
+
+
+def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration: float = 30.0, warmup: float = 5.0,
+              contention: int | None = None, url: str | None = None, out: str | None = None, scale: Scale = FULL,
+              checkpoint_ms: int | None = 1000, seed: int = 42, system: Any = None, console: Any = None,
+              progress: bool = True, mix: Sequence[int] = MIX) -> Result:
+    """Loads (or reuses the load at `url`), runs, checks consistency, writes `out` and
+    prints a table. `system` may be an open system (the caller closes it); otherwise one
+    is opened on `url`, or on a fresh database that is removed afterwards."""
+    from rich.console import Console
+
+    console = console or Console()
+    scratch = None
+    opened = system is None
+    if opened:
+        options: dict[str, Any] = {}
+        if system_name.startswith("tique-") and checkpoint_ms:
+            options["checkpoint_interval_ms"] = checkpoint_ms  # tique moves stable versions out of its caches
+        if url is None and system_name.endswith("-duckdb"):
+            scratch = tempfile.mkdtemp(prefix="tique-tpcc-")
+        system = open_system(system_name, url=url, workdir=scratch, **options)
+    try:
+        loaded, report = load(system, warehouses, scale, progress=progress, console=console)
+        if report.reused:
+            console.print(f"{system.name}: reusing the TPC-C load of {loaded.warehouses} warehouse(s) already there")
+        else:
+            print_report(report, system.name, console=console)
+        result = Result("tpcc", system.name, system.version(), {
+            "warehouses": warehouses, "clients": clients, "duration_s": duration, "warmup_s": warmup,
+            "contention": contention, "scale": asdict(loaded.scale), "full_scale": loaded.scale == FULL,
+            "url": _redacted(url), "seed": seed, "think_time": 0, "clients_are": "threads", "aborts_retried": False,
+            "tique_options": dict(system.tique_options) if system.through_tique else None,
+            "mix": dict(zip(KINDS, mix))})
+        tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix)
+        metrics = tpcc.metrics()
+        metrics["load"] = {"reused": report.reused, "rows": report.rows, "seconds": report.seconds,
+                           "rows_per_s": report.rows_per_second,
+                           "tables": {n: {"rows": r, "seconds": s} for n, (r, s) in report.per_table.items()}}
+        result.metrics = metrics
+        result.consistency = verdict(check(system))
+        result.finished_at = now()
+        if out:
+            write(result, out)
+        show(result, console)
+        return result
+    finally:
+        if opened:
+            system.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _redacted(url: str | None) -> str | None:
+    """The URL without its password."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def show(result: Result, console: Any = None) -> None:
+    m, p = result.metrics, result.parameters
+    rows = []
+    for kind, s in m["transactions"].items():
+        rows.append([kind.replace("_", "-"), s["commits"] + s["rollbacks"], s["aborts"], round(s["abort_rate"] * 100, 1),
+                     round(s["per_s"], 1), round(s["p50_ms"], 1), round(s["p95_ms"], 1), round(s["p99_ms"], 1)])
+    title = (f"TPC-C {result.system}: W={p['warehouses']}, {p['clients']} client(s), {p['duration_s']:g} s"
+             + (f", 99% on {p['contention']} warehouse(s)" if p.get("contention") else ""))
+    table(title, ["type", "done", "aborts", "abort%", "per s", "p50 ms", "p95 ms", "p99 ms"], rows, console)
+    from rich.console import Console
+
+    console = console or Console()
+    verdict_text = "not checked"
+    if result.consistency is not None:
+        failed = [f"{c['number']} ({c['violations']} {c['unit']})" for c in result.consistency["conditions"] if not c["holds"]]
+        checked = ", ".join(str(c["number"]) for c in result.consistency["conditions"])
+        verdict_text = f"conditions {checked} all hold" if not failed else f"VIOLATED: {', '.join(failed)}"
+    console.print(f"tpmC {m['tpmC']:,.0f}  txn/s {m['txn_per_s']:,.1f}  abort rate {m['abort_rate']:.1%}  "
+                  f"errors {m['errors']}  (done = commits + {m['rollbacks']} New-Order user rollbacks)")
+    console.print(f"consistency: {verdict_text}")
+    for sample in m["error_samples"]:
+        console.print(f"  error: {sample}")
+    if m["stuck_clients"]:
+        console.print(f"  {m['stuck_clients']} client(s) still inside a transaction two minutes after the end")
