@@ -2,7 +2,9 @@
 transaction that commits aborted at most once before it did."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from bench import longtx
 from drivers import open_system
@@ -31,3 +33,23 @@ def test_native_systems_run_without_priority(tmp_path: Path) -> None:
         system.close()
     assert not result.priority  # priority mode is tique's; a native system ignores it
     assert result.regular.commits + result.long.commits > 0
+
+
+def test_longtx_and_contention_commands_on_postgres(pg_cluster: Any, tmp_path: Path) -> None:
+    """The long-transaction and contention commands, native and through tique, on PostgreSQL."""
+    from tique.cli import main
+
+    for name in ("native-postgres", "tique-postgres"):
+        url = pg_cluster.create_database(f"cmd_{name.replace('-', '_')}")
+        out = tmp_path / f"longtx-{name}.json"
+        assert main(["bench", "longtx", "--system", name, "--url", url, "--clients", "2", "--duration", "2",
+                     "--rows", "50", "--regular-ops", "4", "--long-ops", "20", "--out", str(out)]) == 0
+        runs = json.loads(out.read_text())["runs"]
+        assert [r["parameters"]["priority"] for r in runs] == ([False, True] if name.startswith("tique") else [False])
+        assert all(r["metrics"]["regular_commits"] + r["metrics"]["long_commits"] > 0 for r in runs)
+        curl = pg_cluster.create_database(f"cont_{name.replace('-', '_')}")
+        out = tmp_path / f"contention-{name}.json"
+        assert main(["bench", "contention", "--system", name, "--url", curl, "--warehouses", "2", "--clients", "2",
+                     "--ks", "2", "1", "--duration", "2", "--warmup", "1", "--tiny", "--out", str(out)]) == 0  # 0: consistent
+        runs = json.loads(out.read_text())["runs"]
+        assert [r["parameters"]["contention"] for r in runs] == [2, 1]
