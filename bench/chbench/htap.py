@@ -15,9 +15,7 @@ query started before the end of the run is let finish and counted.
 """
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,7 +25,7 @@ from bench.chbench.queries import QUERIES, Query
 from bench.chbench.run import analyze, prepare, run_query, set_query_timeout
 from bench.results import Result, now, table, write
 from bench.tpcc.loader import FULL, Loaded, Scale
-from drivers import System, open_system
+from drivers import System, system_for
 
 SWEEPS = ("olap", "oltp", "both")
 
@@ -185,17 +183,7 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
     points_wanted = sweep_points(sweep, oltp_clients, olap_clients, counts)
     if any(o < 0 or a < 0 or o + a == 0 for o, a in points_wanted):
         raise ValueError("every point needs at least one client and no negative counts")
-    scratch = None
-    opened = system is None
-    if opened:
-        options: dict[str, Any] = {}
-        if system_name.startswith("tique-") and checkpoint_ms:
-            options["checkpoint_interval_ms"] = checkpoint_ms  # long runs would otherwise grow the caches without end
-        if url is None and system_name.endswith("-duckdb"):
-            scratch = tempfile.mkdtemp(prefix="tique-htap-")
-        system = open_system(system_name, url=url, workdir=scratch, **options)
-    assert system is not None
-    try:
+    with system_for(system_name, system, url, checkpoint_ms) as system:
         loaded = prepare(system, warehouses, scale, seed=seed, progress=progress, console=console)
         result = Result("htap", system.name, system.version(), {
             "warehouses": warehouses, "oltp_clients": oltp_clients, "olap_clients": olap_clients,
@@ -216,11 +204,6 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
             write(result, out)
         show(result, console)
         return result
-    finally:
-        if opened:
-            system.close()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def show(result: Result, console: Any = None) -> None:

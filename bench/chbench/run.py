@@ -8,9 +8,7 @@ the last row fetched.
 """
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
@@ -19,7 +17,7 @@ from bench.chbench.queries import QUERIES, Query
 from bench.chbench.tables import SUPPLIERS, TABLE_NAMES, table_loads
 from bench.results import Result, now, table, write
 from bench.tpcc.loader import FULL, Loaded, Scale, load as load_tpcc, print_report
-from drivers import System, open_system
+from drivers import System, system_for
 
 
 @dataclass
@@ -222,17 +220,7 @@ def benchmark(system_name: str, warehouses: int = 1, repetitions: int = 5, oltp_
     from rich.console import Console
 
     console = console or Console()
-    scratch = None
-    opened = system is None
-    if opened:
-        options: dict[str, Any] = {}
-        if system_name.startswith("tique-") and checkpoint_ms:
-            options["checkpoint_interval_ms"] = checkpoint_ms
-        if url is None and system_name.endswith("-duckdb"):
-            scratch = tempfile.mkdtemp(prefix="tique-chbench-")
-        system = open_system(system_name, url=url, workdir=scratch, **options)
-    assert system is not None
-    try:
+    with system_for(system_name, system, url, checkpoint_ms) as system:
         loaded = prepare(system, warehouses, scale, progress=progress, console=console)
         oltp = oltp_warmup(system, loaded, oltp_seconds, oltp_clients)
         analyze(system)
@@ -257,11 +245,6 @@ def benchmark(system_name: str, warehouses: int = 1, repetitions: int = 5, oltp_
             write(result, out)
         show(result, console)
         return result
-    finally:
-        if opened:
-            system.close()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def show(result: Result, console: Any = None) -> None:

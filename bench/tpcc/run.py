@@ -16,8 +16,6 @@ rollback, not an abort.
 from __future__ import annotations
 
 import random
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,7 +29,7 @@ from bench.tpcc.consistency import check, verdict
 from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
 from bench.tpcc.rand import Constants
 from bench.tpcc.transactions import KINDS, MIX, UserRollback, Workload, executor
-from drivers import open_system
+from drivers import system_for
 
 ERROR_SAMPLES = 5
 
@@ -212,16 +210,7 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
     from rich.console import Console
 
     console = console or Console()
-    scratch = None
-    opened = system is None
-    if opened:
-        options: dict[str, Any] = {}
-        if system_name.startswith("tique-") and checkpoint_ms:
-            options["checkpoint_interval_ms"] = checkpoint_ms  # tique moves stable versions out of its caches
-        if url is None and system_name.endswith("-duckdb"):
-            scratch = tempfile.mkdtemp(prefix="tique-tpcc-")
-        system = open_system(system_name, url=url, workdir=scratch, **options)
-    try:
+    with system_for(system_name, system, url, checkpoint_ms) as system:
         loaded, report = load(system, warehouses, scale, progress=progress, console=console)
         if report.reused:
             console.print(f"{system.name}: reusing the TPC-C load of {loaded.warehouses} warehouse(s) already there")
@@ -245,11 +234,6 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
             write(result, out)
         show(result, console)
         return result
-    finally:
-        if opened:
-            system.close()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _redacted(url: str | None) -> str | None:
