@@ -141,6 +141,7 @@ class Connection:
     def _load_catalog(self) -> None:
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
         self._catalog_ddl = dict(rows)
+        self._catalog_key = frozenset(self._catalog_ddl.items())
         self._catalog = self._backend.catalog_tables(self._raw, rows)
         self._plans.clear()
 
@@ -303,7 +304,15 @@ class Connection:
         key = (sql, self.snapshot_formulation)
         plan = self._plans.get(key)
         if plan is None:
-            plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+            # Every connection of the process that read the same catalog plans a text the
+            # same way, so the plan is shared: many clients parse and rewrite it once.
+            catalog = self._catalog_key
+            shared_key = (sql, self.snapshot_formulation, self.static_tables, catalog)
+            plan = self._backend.shared_plans.get(shared_key)
+            if plan is None:
+                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+                if self._catalog_key is catalog:  # planning looked up no table new to this connection
+                    self._backend.shared_plans.put(shared_key, plan)
             self._plans[key] = plan
         return plan
 
@@ -315,6 +324,7 @@ class Connection:
             if rows:
                 found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][0])])[name]
                 self._catalog_ddl[name] = rows[0][0]
+                self._catalog_key = frozenset(self._catalog_ddl.items())
         return found
 
     def _is_physical(self, name: str) -> bool:

@@ -15,6 +15,26 @@ from tique.rewrite.params import Compiled, compile_statement
 _ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
 
 
+class PlanCache:
+    """Plans shared by the connections of one database in this process (plans are never
+    mutated once made). Bounded: when full it starts over, as a long-running process
+    with ever-new statement texts would otherwise grow without end."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._plans: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        return self._plans.get(key)
+
+    def put(self, key: Any, plan: Any) -> None:
+        with self._lock:
+            if len(self._plans) >= self.capacity:
+                self._plans.clear()
+            self._plans[key] = plan
+
+
 class Backend(ABC):
     dialect: str
     oracle: Oracle
@@ -23,6 +43,7 @@ class Backend(ABC):
 
     def __init__(self) -> None:
         self.setup_lock = threading.Lock()
+        self.shared_plans = PlanCache()
         self.checkpoint_lock = threading.Lock()
         self.installed = False
 
