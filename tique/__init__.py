@@ -46,7 +46,9 @@ def connect(url: str, **options: Any) -> Connection:
     static_tables (names created natively), commit_timeout (seconds, 10),
     checkpoint_interval_ms (start a background checkpointer), faults (debug only),
     packed_keys (MonetDB: new tables with a multi-column integer key also store it packed
-    in one column, True; read when the process first opens the database).
+    in one column, True; read when the process first opens the database),
+    priority (re-execute a transaction that fails certification once, holding a
+    reservation on its keys, False).
     """
     return Connection(url, **options)
 
