@@ -49,30 +49,21 @@ def build_versions(txns: list[Txn]) -> Versions:
     writers = v.writers
     distinct = v.distinct_reads
     for t in txns:
-        if t.type == "ok":
-            for f, k, value in t.mops:
-                if f == "append":
-                    by_value = writers.get(k)
-                    if by_value is None:
-                        writers[k] = {value: t}
-                    else:
-                        by_value[value] = t
+        ok = t.type == "ok"
+        for f, k, value in t.mops:
+            if f == "append":
+                by_value = writers.get(k)
+                if by_value is None:
+                    writers[k] = {value: t}
                 else:
-                    reads = distinct.get(k)
-                    key = value if value is not None else ()
-                    if reads is None:
-                        distinct[k] = {key: t}
-                    elif key not in reads:
-                        reads[key] = t
-        else:
-            # Reads of :info and :fail transactions are unknown or void; only their appends matter.
-            for f, k, value in t.mops:
-                if f == "append":
-                    by_value = writers.get(k)
-                    if by_value is None:
-                        writers[k] = {value: t}
-                    else:
-                        by_value[value] = t
+                    by_value[value] = t
+            elif ok:  # reads of :info and :fail transactions are unknown or void
+                reads = distinct.get(k)
+                key = value if value is not None else ()
+                if reads is None:
+                    distinct[k] = {key: t}
+                elif key not in reads:
+                    reads[key] = t
     for k, reads in distinct.items():
         longest = max(reads, key=len)
         elements = set(longest)
