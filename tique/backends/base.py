@@ -40,6 +40,7 @@ class Backend(ABC):
     oracle: Oracle
     closed: bool = False
     packs_keys: bool = False  # whether new tables with multi-column integer keys get a packed key
+    adopts_by_rename: bool = False  # adopt renames a native table into storage instead of copying it
 
     def __init__(self) -> None:
         self.setup_lock = threading.Lock()

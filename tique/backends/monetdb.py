@@ -123,6 +123,7 @@ def _dollar_to_format(sql: str, params: Sequence[Any]) -> tuple[str, list]:
 class MonetDBBackend(Backend):
     dialect = "monetdb"
     supports_returning = False
+    adopts_by_rename = True
 
     def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()
