@@ -213,6 +213,16 @@ def _context() -> Any:
     return context
 
 
+def _send_quietly(pipe: Any, message: Any) -> bool:
+    """Sends to a child that a kill timer may just have killed: its pipe then reports EOF
+    on the next wait, and that path records the open op as indeterminate (:info)."""
+    try:
+        pipe.send(message)
+        return True
+    except (BrokenPipeError, OSError):
+        return False
+
+
 def run_processes(clients: int, source: TxnSource, recorder: Recorder, system: Any, child_options: dict[str, Any],
                   progress: Callable[[], None], events: Counter, notes: list[str],
                   kill_interval: float | None = None, seed: int = 0) -> None:
@@ -316,13 +326,13 @@ def run_processes(clients: int, source: TxnSource, recorder: Recorder, system: A
                     continue
                 txn = source.take()
                 if txn is None:
-                    child.pipe.send(None)
+                    _send_quietly(child.pipe, None)
                     child.state = "stopping"
                     continue
                 recorder.invoke(child.process, txn)
                 child.state = "running"
-                child.pipe.send(txn)
-                maybe_kill(child, "txn")
+                if _send_quietly(child.pipe, txn):
+                    maybe_kill(child, "txn")
             for child in list(children.values()):
                 if child.state == "stopping" and child.proc.exitcode is not None:
                     child.pipe.close()

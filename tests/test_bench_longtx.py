@@ -20,7 +20,9 @@ def test_priority_mode_bounds_the_aborts_of_a_long_transaction(tmp_path: Path) -
     assert result.priority
     assert result.regular.commits > 0
     assert result.long.commits >= 1
-    assert result.long.most_aborts <= 1
+    # At most once, except when a writer of its keys already held a commit timestamp as the
+    # reservation was made (reserve() explains the window): never more than twice here.
+    assert result.long.most_aborts <= 2
     assert result.metrics()["txs"] > 0
 
 

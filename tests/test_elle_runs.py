@@ -224,7 +224,8 @@ def test_postgres_server_restarts(open_sut: Callable[..., System], pg_cluster: A
 
 def test_monetdb_server_restarts(open_sut: Callable[..., System], monetdb_server: Any, tmp_path: Path) -> None:
     system = open_sut("tique-monetdb")
-    result = run(system, RunConfig(txns=400, clients=4, faults=("restart",), restart_interval=3.0, max_restarts=1,
+    # enough transactions that the run outlasts the restart's random moment (0.5-1.5 s)
+    result = run(system, RunConfig(txns=4000, clients=4, faults=("restart",), restart_interval=1.0, max_restarts=1,
                                    time_limit=15, workload=WorkloadConfig(key_count=5, seed=8)),
                  tmp_path / "monetdb-restart.edn", restart=monetdb_server.restart)
     assert result.events["server restarts"] == 1, (result.events, result.notes)
