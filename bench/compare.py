@@ -7,28 +7,31 @@ machine in the same way. Systems run one after another, never at once.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from bench.analysis import paper
 from bench.results import now, table, write
 from bench.tpcc.loader import FULL, TINY, Scale
 from drivers import System, open_system
 
-# The paper's own measurements (TiQuE paper, section 4: 512 warehouses, 32 vCPUs), as
-# ratios, from its published results (oltp.csv, olap.csv, hybrid_olap_on_oltp.csv).
-PAPER_TPCC_THROUGHPUT = {  # transactions/s by clients
-    "tique-monetdb": {1: 76.14, 4: 238.5, 16: 468.27},
-    "native-monetdb": {1: 25.88, 4: 0.52, 16: 0.61},
-    "native-postgres": {1: 76.73, 4: 309.91, 16: 982.48},
-}
-PAPER_CHBENCH_TOTAL_S = {"tique-monetdb": 1015.31, "native-monetdb": 832.227, "native-postgres": 6053.76}
-PAPER_HTAP_OLTP_LOSS = {  # share of OLTP throughput lost to 1 and to 6 OLAP clients (6 OLTP clients)
-    "tique-monetdb": {1: 1 - 252.13 / 264.43, 6: 1 - 193.02 / 264.43},
-    "native-postgres": {1: 1 - 283.58 / 556.34, 6: 1 - 157.62 / 556.34},
-}
+@functools.cache
+def _paper_tpcc_throughput() -> dict[tuple[str, int], float]:
+    """The paper's uncontended TPC-C transactions/s by (system, clients), from its published results."""
+    return {(r["system"], r["clients"]): r["throughput"] for r in paper.tpcc_rows() if not r["contention_run"]}
+
+
+@functools.cache
+def _paper_chbench_total_s() -> dict[str, float]:
+    """The paper's CH-benCHmark totals by system: the sum of its 22 query times."""
+    totals: dict[str, float] = {}
+    for r in paper.chbench_rows():
+        totals[r["system"]] = totals.get(r["system"], 0.0) + r["seconds"]
+    return totals
 
 
 # A tenth of the specification's items and customers: the default of the README's
@@ -145,8 +148,8 @@ def _ratio(a: Any, b: Any) -> float | None:
 
 
 def _paper_tpcc_ratio(name: str, base: str, clients: int) -> float | None:
-    mine, theirs = PAPER_TPCC_THROUGHPUT.get(name, {}), PAPER_TPCC_THROUGHPUT.get(base, {})
-    return _ratio(mine.get(clients), theirs.get(clients))
+    throughput = _paper_tpcc_throughput()
+    return _ratio(throughput.get((name, clients)), throughput.get((base, clients)))
 
 
 def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any) -> list[list[Any]]:
@@ -169,10 +172,10 @@ def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any)
     for s in summaries:
         base = _baseline(s["system"], names)
         ratio = _ratio(s.get("chbench_total_s"), by_name[base].get("chbench_total_s")) if base else None
-        paper = _ratio(PAPER_CHBENCH_TOTAL_S.get(s["system"]), PAPER_CHBENCH_TOTAL_S.get(base or "")) if base else None
+        paper_ratio = _ratio(_paper_chbench_total_s().get(s["system"]), _paper_chbench_total_s().get(base or "")) if base else None
         failed = f" ({len(s['chbench_failed'])} failed)" if s.get("chbench_failed") else ""
         rows.append([f"CH-benCHmark total s{failed}", s["system"], s.get("chbench_total_s"), None,
-                     f"{ratio:.2f}x" if ratio else "", _fmt_paper(paper)])
+                     f"{ratio:.2f}x" if ratio else "", _fmt_paper(paper_ratio)])
     for s in summaries:
         point = s.get("htap")
         if point:

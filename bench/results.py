@@ -106,6 +106,15 @@ def write(result: Result | dict[str, Any], path: str | Path) -> Path:
     return target
 
 
+def finish(result: Result, out: str | Path | None, show: Any, console: Any) -> Result:
+    """Stamps the end of a run, writes it to `out` when given, and shows its table."""
+    result.finished_at = now()
+    if out:
+        write(result, out)
+    show(result, console)
+    return result
+
+
 def read(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from bench.chbench.queries import QUERIES, Query
 from bench.chbench.run import analyze, prepare, run_query, set_query_timeout
-from bench.results import Result, now, table, write
+from bench.results import Result, finish, table
 from bench.tpcc.loader import FULL, Loaded, Scale
 from drivers import System, system_for
 
@@ -199,11 +199,7 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
             point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n)
             points.append(point.metrics())
         result.metrics = {"points": points}
-        result.finished_at = now()
-        if out:
-            write(result, out)
-        show(result, console)
-        return result
+        return finish(result, out, show, console)
 
 
 def show(result: Result, console: Any = None) -> None:

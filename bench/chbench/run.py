@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from bench.chbench.queries import QUERIES, Query
 from bench.chbench.tables import SUPPLIERS, TABLE_NAMES, table_loads
-from bench.results import Result, now, table, write
+from bench.results import Result, finish, table
 from bench.tpcc.loader import FULL, Loaded, Scale, load as load_tpcc, print_report
 from drivers import System, system_for
 
@@ -240,11 +240,7 @@ def benchmark(system_name: str, warehouses: int = 1, repetitions: int = 5, oltp_
         result.metrics = {"queries": {t.name: t.as_dict() for t in times}, "total_median_s": total_of_medians(times),
                           "total_mean_s": sum(t.mean for t in times), "failed": [t.name for t in times if t.error],
                           "oltp_warmup": oltp, "cache_rows": caches}
-        result.finished_at = now()
-        if out:
-            write(result, out)
-        show(result, console)
-        return result
+        return finish(result, out, show, console)
 
 
 def show(result: Result, console: Any = None) -> None:

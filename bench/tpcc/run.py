@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from bench.results import Result, now, table, write
+from bench.results import Result, finish, table
 from bench.tpcc.consistency import check, verdict
 from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
 from bench.tpcc.rand import Constants
@@ -229,11 +229,7 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
                            "tables": {n: {"rows": r, "seconds": s} for n, (r, s) in report.per_table.items()}}
         result.metrics = metrics
         result.consistency = verdict(check(system))
-        result.finished_at = now()
-        if out:
-            write(result, out)
-        show(result, console)
-        return result
+        return finish(result, out, show, console)
 
 
 def _redacted(url: str | None) -> str | None:
