@@ -126,10 +126,15 @@ def run_system(name: str, config: CompareConfig, servers: SharedServers, console
         summary["chbench_failed"] = ch.metrics["failed"]
         if config.htap is not None:
             oltp, olap, seconds = config.htap
-            console.print(f"[bold]{name}[/bold]: HTAP, {oltp} OLTP + {olap} OLAP clients, {seconds:g} s")
-            hp = htap_bench.benchmark(name, config.warehouses, oltp, olap, seconds, system=system, scale=config.scale,
-                                      out=str(out / f"htap-{name}.json"), console=console, progress=False)
-            summary["htap"] = hp.metrics["points"][0]
+            # With OLAP clients, the same OLTP clients alone first: the OLTP throughput the
+            # queries cost is the paper's HTAP measure (figure 10a).
+            counts = [0, olap] if olap and oltp else [olap]
+            console.print(f"[bold]{name}[/bold]: HTAP, {oltp} OLTP + {' then '.join(map(str, counts))} OLAP clients, {seconds:g} s each")
+            hp = htap_bench.benchmark(name, config.warehouses, oltp, olap, seconds, sweep="olap", counts=counts, system=system,
+                                      scale=config.scale, out=str(out / f"htap-{name}.json"), console=console, progress=False)
+            summary["htap"] = hp.metrics["points"][-1]
+            if len(counts) == 2:
+                summary["htap_oltp_alone"] = hp.metrics["points"][0]
     finally:
         system.close()
     return summary
@@ -184,6 +189,12 @@ def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any)
                          oltp.get("txn_per_s"), None, "", ""])
             rows.append([f"HTAP OLAP queries/s ({point.get('oltp_clients')} OLTP + {point.get('olap_clients')} OLAP)", s["system"],
                          (point.get("olap") or {}).get("queries_per_s"), None, "", ""])
+            alone = (s.get("htap_oltp_alone") or {}).get("oltp") or {}
+            loss = _loss(alone.get("txn_per_s"), oltp.get("txn_per_s"))
+            if loss is not None:
+                paper_loss = _paper_htap_loss(s["system"], point.get("oltp_clients"), point.get("olap_clients"))
+                rows.append([f"HTAP OLTP lost to {point.get('olap_clients')} OLAP client(s), %", s["system"], loss, None, "",
+                             "" if paper_loss is None else f"{paper_loss:.0f}%"])
     table(f"tique bench compare: {config.warehouses} warehouse(s), TPC-C {config.tpcc_seconds:g} s per point"
           f"{'' if config.scale == FULL else ' (reduced scale)'}",
           ["benchmark", "system", "value", "abort %", "÷ native", "paper"], rows, console=console)
@@ -193,6 +204,24 @@ def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any)
         if not s["consistent"]:
             console.print(f"[red]{s['system']}: a TPC-C consistency condition failed[/red]")
     return rows
+
+
+def _loss(alone: Any, shared: Any) -> float | None:
+    """How much OLTP throughput, in percent, the OLAP clients took away."""
+    ratio = _ratio(shared, alone)
+    return None if ratio is None else (1 - ratio) * 100
+
+
+@functools.cache
+def _paper_htap_oltp() -> dict[tuple[str, int, int], float]:
+    """The paper's OLTP transactions/s by (system, OLTP clients, OLAP clients), figure 10a."""
+    return {(r["system"], r["oltp_clients"], r["olap_clients"]): r["oltp_txs"]
+            for r in paper.htap_rows() if r["sweep"] == "olap" and r["oltp_txs"] is not None}
+
+
+def _paper_htap_loss(name: str, oltp: Any, olap: Any) -> float | None:
+    published = _paper_htap_oltp()
+    return _loss(published.get((name, oltp, 0)), published.get((name, oltp, olap)))
 
 
 def _fmt_paper(value: float | None) -> str:

@@ -6,6 +6,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from decimal import Decimal
+from typing import Any, Iterator
 
 import pytest
 
@@ -41,3 +43,52 @@ def test_server_without_embedded_c_gets_a_clear_error() -> None:
         server.terminate()
         server.wait(timeout=30)
         shutil.rmtree(farm, ignore_errors=True)
+
+
+@pytest.fixture
+def monetdb_url(monetdb_server: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    from tique.backends import forget_database
+
+    made = f"{monetdb_server.url}?schema=tique_prepared_{request.node.name[-40:].lower()}"
+    yield made
+    forget_database(made)
+
+
+def test_point_statements_stay_prepared_across_analytical_reads_and_decimals(monetdb_url: str) -> None:
+    """MonetDB drops a session's prepared statements when its optimizer pipeline is set
+    and when a statement fails. Analytical reads therefore run on their own session, and
+    a decimal value PREPARE would round runs prepared through an exact cast. Every
+    balance must come out exact, and the point statements must stay prepared."""
+    conn = tique.connect(monetdb_url)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE acct (id INTEGER PRIMARY KEY, balance DECIMAL(12, 2) NOT NULL)")
+        cur.execute("INSERT INTO acct VALUES (1, 0), (2, 0)")
+        conn.commit()
+        session = conn._raw
+        expected = {1: Decimal("0"), 2: Decimal("0")}
+        amounts = [Decimal("0.97"), Decimal("5"), Decimal("12.5"), Decimal("0.01"), 3, 2.25]
+        for round_ in range(4):
+            for i, amount in enumerate(amounts):
+                key = 1 + (i + round_) % 2
+                cur.execute("UPDATE acct SET balance = balance + ? WHERE id = ?", (amount, key))
+                expected[key] += Decimal(str(amount))
+                cur.execute("SELECT balance FROM acct WHERE id = ?", (key,))
+                assert cur.fetchone()[0] == expected[key]
+                # an aggregate: an analytical read, which runs on the other session
+                cur.execute("SELECT SUM(balance) FROM acct")
+                assert cur.fetchone()[0] == sum(expected.values())
+                conn.commit()
+        assert session.analytic is not None and session.analytic is not session
+        assert session.pipeline == "minimal_fast" and session.analytic.pipeline == "default_pipe"
+        point = [text for text in session.prepared if "balance" in text and "SUM" not in text.upper()]
+        assert point, "the point statements were never prepared"
+        # widened variants exist for the scales that PREPARE's own typing would round
+        assert any("DECIMAL(18, 2)" in text for text in session.prepared)
+        with pytest.raises(tique.ProgrammingError):
+            cur.execute("SELECT no_such_column FROM acct WHERE id = ?", (1,))  # a point read: the main session
+        assert session.prepared == {}  # the failure dropped them on the server, so here too
+        cur.execute("SELECT balance FROM acct WHERE id = ?", (1,))
+        assert cur.fetchone()[0] == expected[1]
+    finally:
+        conn.close()

@@ -69,6 +69,9 @@ class FormatSQL(str):
     """Statement text as compile() renders it: %s markers, a literal % doubled.
     Every other statement tique sends is plain text with $n markers."""
     naming: Naming | None = None
+    # An INSERT whose rows come from no table (VALUES, bare expressions): it cannot meet
+    # the append conflict, so it runs as one statement, not as a read then an insert.
+    direct: bool = False
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -87,6 +90,12 @@ class Session:
     pipeline: str = "default_pipe"
     in_transaction: bool = False  # inside atomic(): an engine transaction, not autocommit
     session_token: int | None = None  # set by the oracle on first use
+    # Analytical reads run on a second connection, opened on first use: MonetDB drops a
+    # session's prepared statements whenever its optimizer pipeline is set, so switching
+    # one session between pipelines would re-plan every point statement after each
+    # analytical read. Every tique statement autocommits (the snapshot is in the SQL), so
+    # which connection runs a read does not change what it sees.
+    analytic: "Session | None" = None
 
     def cursor(self) -> Any:
         return self.conn.cursor()
@@ -112,6 +121,45 @@ def _keeps(value: Any, kind: tuple[str, int]) -> bool:
     exponent = value.normalize().as_tuple().exponent
     places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
     return places <= (scale if name == "decimal" else 0)
+
+
+def _places(value: Any) -> tuple[int, int] | None:
+    """(digits, places) of a number as it would be bound; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (Decimal, float)):
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        value = Decimal(repr(value))
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        return None
+    places = -exponent if exponent < 0 else 0
+    return max(len(digits), places) + (exponent if exponent > 0 else 0), places
+
+
+def _widen(text: str, values: Sequence[Any], kinds: tuple[tuple[str, int], ...]) -> str | None:
+    """`text` with each marker whose value PREPARE's type would round cast to a decimal
+    that holds the value exactly, so the statement can still run prepared: a variant
+    per scale, where inlining would compile the statement on every execution."""
+    casts: dict[int, int] = {}
+    for index, (value, kind) in enumerate(zip(values, kinds)):
+        if _keeps(value, kind):
+            continue
+        shape = _places(value)
+        if shape is None or shape[0] > 18:
+            return None
+        casts[index] = shape[1]
+    position = -1
+
+    def mark(found: re.Match[str]) -> str:
+        nonlocal position
+        if found.group(1) == "%":
+            return found.group(0)
+        position += 1
+        return f"CAST(%s AS DECIMAL(18, {casts[position]}))" if position in casts else found.group(0)
+
+    return _FORMAT_MARK.sub(mark, text)
 
 
 def _dollar_to_format(sql: str, params: Sequence[Any]) -> tuple[str, list]:
@@ -152,14 +200,23 @@ class MonetDBBackend(Backend):
         return Session(conn)
 
     def close_raw(self, raw: Session) -> None:
-        raw.conn.close()
+        try:
+            if raw.analytic is not None:
+                raw.analytic.conn.close()
+        finally:
+            raw.conn.close()
 
     def _set_pipeline(self, raw: Session, pipeline: str) -> None:
         if raw.pipeline != pipeline:
+            raw.prepared.clear()  # setting the pipeline drops them on the server
             raw.cursor().execute(f"SET optimizer = '{pipeline}'")
             raw.pipeline = pipeline
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+        if analytic and not raw.in_transaction:
+            if raw.analytic is None:
+                raw.analytic = self.open()
+            raw = raw.analytic
         self._set_pipeline(raw, OLAP_PIPE if analytic else OLTP_PIPE)
         text: str
         if isinstance(sql, FormatSQL):
@@ -168,7 +225,7 @@ class MonetDBBackend(Backend):
             text, values = _dollar_to_format(sql, params)
         else:
             text, values = FormatSQL(sql.replace("%", "%%")), []
-        split = _INTERNAL_INSERT.match(text)
+        split = None if getattr(sql, "direct", False) else _INTERNAL_INSERT.match(text)
         if split is not None:
             return self._insert_via_client(raw, split, values)
         cur = self._run(raw, text, values)
@@ -180,7 +237,11 @@ class MonetDBBackend(Backend):
     def _run(self, raw: Session, text: str, values: list) -> Any:
         cur = raw.cursor()
         if not values:
-            cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
+            try:
+                cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
+            except pymonetdb.exceptions.Error:
+                raw.prepared.clear()  # the server dropped every prepared statement of the session
+                raise
             return cur
         if raw.in_transaction:
             # A failed statement aborts an engine transaction, so no EXEC that might find
@@ -188,6 +249,10 @@ class MonetDBBackend(Backend):
             cur.execute(text, values)
             return cur
         prepared = raw.prepared.get(text)
+        if prepared is not None and not all(map(_keeps, values, prepared[2])):
+            widened = _widen(text, values, prepared[2])
+            if widened is not None:
+                text, prepared = widened, raw.prepared.get(widened)
         if prepared is None:
             uses = raw.uses.get(text, 0) + 1
             raw.uses[text] = uses
@@ -199,9 +264,14 @@ class MonetDBBackend(Backend):
                 cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values)
                 return cur
             except pymonetdb.exceptions.Error:
-                raw.prepared.pop(text, None)  # e.g. a table it used was dropped: run it plainly
+                # e.g. a table it used was dropped; a failed statement drops all of them
+                raw.prepared.clear()
                 cur = raw.cursor()
-        cur.execute(text, values)
+        try:
+            cur.execute(text, values)
+        except pymonetdb.exceptions.Error:
+            raw.prepared.clear()  # the server dropped every prepared statement of the session
+            raise
         return cur
 
     def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
@@ -228,11 +298,11 @@ class MonetDBBackend(Backend):
     def _insert_via_client(self, raw: Session, split: re.Match[str], values: list) -> Any:
         target, columns, query = split.groups()
         rows = self.execute(raw, FormatSQL(query), values).fetchall()
-        cur = raw.cursor()
         if rows:
             marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
-            cur.execute(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}",
-                        [v for row in rows for v in row])
+            # Through _run, so an insert that repeats (one table, one row count) runs prepared.
+            self._run(raw, FormatSQL(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}"),
+                      [v for row in rows for v in row])
         return _Inserted(len(rows))
 
     def _prepare(self, raw: Session, text: str) -> tuple[int, int] | None:
@@ -299,6 +369,8 @@ class MonetDBBackend(Backend):
             text = FormatSQL(compiled.sql)
             text.naming = Naming(rendered.sql, rendered.names, compiled.names)
             compiled = Compiled(text, compiled.names)
+        if isinstance(tree, exp.Insert) and tree.expression is not None and tree.expression.find(exp.Table) is None:
+            compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
 
     def _render(self, tree: exp.Expression) -> Compiled:
