@@ -10,7 +10,7 @@ import duckdb
 from sqlglot import exp
 
 from tique import errors
-from tique.backends.base import Backend
+from tique.backends.base import Backend, PlanCache
 from tique.oracle.local import LocalOracle
 from tique.rewrite.templates import template_text
 
@@ -30,6 +30,12 @@ class DuckDBBackend(Backend):
         self.url = url
         self._base = duckdb.connect(database_path(url))
         self.oracle = LocalOracle(self.insert_abort_outcome)
+        # Parsed statements by text. A rewritten snapshot query is kilobytes of SQL that
+        # DuckDB's parser takes over a millisecond to read (as long as the point lookup
+        # itself takes to run), and the Python client parses the text anew on every call.
+        # A parse tree holds no values, data or catalog state (binding happens per call,
+        # on a copy of the tree), so one is reused by every connection of the database.
+        self._parsed = PlanCache()
 
     def open(self) -> Any:
         return self._base.cursor()
@@ -42,7 +48,19 @@ class DuckDBBackend(Backend):
         self._base.close()
 
     def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
-        return raw.execute(sql, list(params)) if params else raw.execute(sql)
+        statement = self._statement(raw, sql)
+        return raw.execute(statement, list(params)) if params else raw.execute(statement)
+
+    def _statement(self, raw: Any, sql: str) -> Any:
+        """`sql` parsed once; a text of several statements stays text (run as a script)."""
+        parsed = self._parsed.get(sql)
+        if parsed is None:
+            statements = raw.extract_statements(sql)
+            if len(statements) != 1:
+                return sql
+            parsed = statements[0]
+            self._parsed.put(sql, parsed)
+        return parsed
 
     def affected(self, cursor: Any) -> int:
         """DuckDB reports a DML statement's row count as its one-row result."""

@@ -61,13 +61,49 @@ def referenced_tables(tree: exp.Expression, lookup: Lookup) -> list[tuple[exp.Ta
     return found
 
 
+# Nodes that stand for columns they do not name: COLUMNS(...), PIVOT, DuckDB's #n.
+_UNNAMED_COLUMNS = tuple(getattr(exp, n) for n in ("Columns", "Pivot", "PositionalColumn") if hasattr(exp, n))
+
+
+def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
+    """The columns of `table` the query reading it through `ref` can use, in table order;
+    None when that cannot be told from the text (then the snapshot carries them all).
+
+    Over-approximates: every column name the owning SELECT mentions anywhere (its
+    subqueries included), whichever table it belongs to. An alias is visible only inside
+    the SELECT whose FROM holds it, so nothing outside that SELECT can name its columns;
+    only what expands to columns unnamed (a star, COLUMNS(), USING, NATURAL, PIVOT, a
+    whole-row reference, a column list on the alias) defeats this."""
+    select = ref.parent.parent if isinstance(ref.parent, (exp.From, exp.Join)) else None
+    alias = ref.args.get("alias")
+    if not isinstance(select, exp.Select) or (alias is not None and alias.columns):
+        return None
+    whole_row = {normalize(ref.alias_or_name), normalize(ref.name)}
+    names: set[str] = set()
+    for node in select.walk():
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+            return None
+        if isinstance(node, _UNNAMED_COLUMNS) or (isinstance(node, exp.Join) and node.args.get("method")):
+            return None
+        if isinstance(node, exp.Join):
+            names.update(normalize(i.name) for i in node.args.get("using") or [])
+        elif isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star) or normalize(node.name) in whole_row:
+                return None
+            names.add(normalize(node.name))
+    used = tuple(c for c in table.user_columns if c in names)
+    return used or table.user_columns[:1]  # a projection needs one column (SELECT COUNT(*), EXISTS)
+
+
 def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's alias."""
-    for ref, table in referenced_tables(tree, lookup):
+    # What each reference uses is read off the statement as written, before any swap.
+    found = [(ref, table, None if physical else used_columns(table, ref)) for ref, table in referenced_tables(tree, lookup)]
+    for ref, table, only in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         point = point_of(table, ref) if chosen is Formulation.RANK else None
-        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point), alias=alias.copy())
+        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery
         ref.replace(subquery)

@@ -16,17 +16,23 @@ class Formulation(str, Enum):
 
 
 def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
-             point: list[exp.Expression] | None = None) -> exp.Query:
+             point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None) -> exp.Query:
     """The snapshot of `table` as a query. `physical` also projects the hidden row id and
     the packed key. `point`, the key values a point access pins (packed tables only),
     filters storage and cache to that key's packed value before anything is ranked: the
     statement's own filter on the key columns cannot pass a window partitioned by the
-    packed key, so without this the engine would rank the whole table."""
+    packed key, so without this the engine would rank the whole table. `only`, the user
+    columns a read uses (in table order), narrows what every level carries to those and
+    the key: engines bind and optimize each carried column at every level, per statement."""
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
+    carried = None
+    if only is not None and not physical:
+        columns = only
+        carried = tuple(c for c in table.physical_columns if c in only or c in table.match_key)
     name = "common/snapshot_rank.sql" if formulation is Formulation.RANK else "common/snapshot_scan.sql"
-    (query,) = table_template(name, table, columns, key_hash)
+    (query,) = table_template(name, table, columns, key_hash, carried)
     assert isinstance(query, exp.Query)
     if point is not None and table.packed:
         for ref in list(query.find_all(exp.Table)):

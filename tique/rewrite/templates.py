@@ -80,9 +80,13 @@ def packed_key(table: TableDef, values: list[exp.Expression]) -> exp.Expression:
     return packed
 
 
-def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash) -> exp.Expression:
-    """Expands every marker of a parsed template for `table`, projecting `columns`."""
+def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
+           carried: tuple[str, ...] | None = None) -> exp.Expression:
+    """Expands every marker of a parsed template for `table`, projecting `columns`.
+    `carried`, when given, is what `TQ_ALL_COLUMNS` stands for instead of every physical
+    column (a snapshot read that needs only some columns)."""
     names = {"storage_table": table.storage, "cache_table": table.cache}
+    every = table.physical_columns if carried is None else carried
     for t in tree.find_all(exp.Table):
         if t.name in names:
             t.set("this", quoted(names[t.name]))
@@ -96,7 +100,7 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
             if isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_COLUMNS":
                 out.extend(column(c, _qualifier(item)) for c in columns)
             elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_ALL_COLUMNS":
-                out.extend(column(c, _qualifier(item)) for c in table.physical_columns)
+                out.extend(column(c, _qualifier(item)) for c in every)
             elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_KEY":
                 out.extend(column(k, _qualifier(item)) for k in table.match_key)
             else:
@@ -118,5 +122,6 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
     return tree
 
 
-def table_template(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash) -> list[exp.Expression]:
-    return [expand(t, table, columns, key_hash) for t in template(name)]
+def table_template(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
+                   carried: tuple[str, ...] | None = None) -> list[exp.Expression]:
+    return [expand(t, table, columns, key_hash, carried) for t in template(name)]
