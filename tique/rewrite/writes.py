@@ -79,19 +79,22 @@ def _is_bound_value(node: exp.Expression) -> bool:
     return isinstance(node, (exp.Placeholder, exp.Literal))
 
 
-def _written_key_filter(table: TableDef, side: str, keys: list[list[exp.Expression]]) -> exp.Expression:
-    """`side`'s rows whose key is one of `keys` (each in key order): a filter the engine
-    can apply with a scan or an index before anything is ranked."""
-    if table.packed:
-        packed = [packed_key(table, k) for k in keys]
-        target = column(PACKED, side)
-        return exp.EQ(this=target, expression=packed[0]) if len(packed) == 1 else exp.In(this=target, expressions=packed)
+def _written_key_filter(table: TableDef, side: str, keys: list[list[exp.Expression]], storage: bool) -> exp.Expression | None:
+    """A filter keeping at least `side`'s rows whose key is one of `keys` (each in key
+    order), applied before anything is ranked; the semi-join beside it keeps the check
+    exact. None where no filter beats the semi-join alone.
+
+    One written row is matched on its key columns, which a primary key index or column
+    scans answer fastest (MonetDB compares 128-bit packed keys several times slower). A
+    cache, small, takes the packed key's list. Several rows of a composite key in storage
+    get no filter: MonetDB turns a list or a disjunction into one full pass per row."""
+    if len(keys) == 1 and (storage or not table.packed):
+        return exp.and_(*[exp.EQ(this=column(name, side), expression=v.copy()) for name, v in zip(table.key, keys[0])])
+    if table.packed and not storage:
+        return exp.In(this=column(PACKED, side), expressions=[packed_key(table, k) for k in keys])
     if len(table.key) == 1:
-        values = [k[0].copy() for k in keys]
-        target = column(table.key[0], side)
-        return exp.EQ(this=target, expression=values[0]) if len(values) == 1 else exp.In(this=target, expressions=values)
-    rows = [exp.and_(*[exp.EQ(this=column(name, side), expression=v.copy()) for name, v in zip(table.key, k)]) for k in keys]
-    return exp.or_(*rows) if len(rows) > 1 else rows[0]
+        return exp.In(this=column(table.key[0], side), expressions=[k[0].copy() for k in keys])
+    return None
 
 
 def _known_keys(table: TableDef, listed: list[str], rows: list[exp.Tuple], dialect: str) -> list[list[exp.Expression]] | None:
@@ -150,8 +153,9 @@ def validation(table: TableDef, key_hash: KeyHash, written_keys: list[list[exp.E
             side = ref.alias_or_name
             written = _written_rows(table, "w").select(exp.Literal.number(1), append=False).where(
                 exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key]))
-            if written_keys:
-                branch.where(_written_key_filter(table, side, written_keys), copy=False)
+            known = _written_key_filter(table, side, written_keys, storage=ref.name == table.storage) if written_keys else None
+            if known is not None:
+                branch.where(known, copy=False)
             branch.where(exp.Exists(this=written), copy=False)
     present = exp.Exists(this=exp.select(exp.Literal.number(1))
                          .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
