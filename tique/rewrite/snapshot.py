@@ -19,7 +19,7 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
              point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None) -> exp.Query:
     """The snapshot of `table` as a query. `physical` also projects the hidden row id and
     the packed key. `point`, the key values a point access pins (packed tables only),
-    filters storage (by the key columns) and cache (by the packed value) to that key before anything is ranked: the
+    filters storage and cache to that key's packed value before anything is ranked: the
     statement's own filter on the key columns cannot pass a window partitioned by the
     packed key, so without this the engine would rank the whole table. `only`, the user
     columns a read uses (in table order), narrows what every level carries to those and
@@ -39,14 +39,7 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
             if ref.name in (table.storage, table.cache):
                 branch = ref.find_ancestor(exp.Select)
                 assert branch is not None
-                side = ref.alias_or_name
-                if ref.name == table.storage:
-                    # Storage keeps the key columns and their primary key: a lookup by those
-                    # beats comparing every row's 128-bit packed key (4x on 1.6M rows).
-                    pinned = exp.and_(*[exp.EQ(this=column(k, side), expression=v.copy()) for k, v in zip(table.key, point)])
-                    branch.where(pinned, copy=False)
-                else:
-                    branch.where(exp.EQ(this=column(PACKED, side), expression=packed_key(table, point)), copy=False)
+                branch.where(exp.EQ(this=column(PACKED, ref.alias_or_name), expression=packed_key(table, point)), copy=False)
     return query
 
 
