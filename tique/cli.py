@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--warmup", type=float, default=2.0)
     cmp.add_argument("--chbench-repetitions", type=int, default=1)
     cmp.add_argument("--chbench-oltp-seconds", type=float, default=5.0, help="TPC-C run that fills tique's caches before the queries")
-    cmp.add_argument("--htap", nargs=3, metavar=("OLTP", "OLAP", "SECONDS"), type=int, help="also one HTAP point")
+    cmp.add_argument("--htap", nargs=3, metavar=("OLTP", "OLAP", "SECONDS"), type=int, help="also one HTAP point, run after the same OLTP clients alone (the OLTP lost to OLAP is reported)")
     cmp.add_argument("--scale", choices=["full", "small", "tiny"], default="small",
                      help="TPC-C cardinalities: full (the specification), small (1/10 items and customers; default, ~2 min), tiny (tests)")
     cmp.add_argument("--url", action="append", metavar="SYSTEM=URL", help="use an existing database for a system")
