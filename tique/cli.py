@@ -8,9 +8,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 from rich.console import Console
 from rich.table import Table
+
+
+def _tpcc_data_arguments(parser: argparse.ArgumentParser, systems: Sequence[str]) -> None:
+    """What every benchmark over TPC-C data asks first: the system and the database."""
+    parser.add_argument("--system", required=True, choices=systems)
+    parser.add_argument("--url", help="database to load into, or to reuse when it already holds this load (default: a fresh one)")
+    parser.add_argument("--warehouses", type=int, default=1)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -302,22 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     from drivers import SYSTEMS as _SYSTEMS
 
     tpcc = bench_sub.add_parser("tpcc", help="TPC-C: the five transactions, standard mix, no think time; consistency checked after")
-    tpcc.add_argument("--system", required=True, choices=_SYSTEMS)
-    tpcc.add_argument("--warehouses", type=int, default=1)
+    _tpcc_data_arguments(tpcc, _SYSTEMS)
     tpcc.add_argument("--clients", type=int, default=1)
     tpcc.add_argument("--duration", type=float, default=30.0, metavar="SECONDS", help="measured seconds")
     tpcc.add_argument("--warmup", type=float, default=5.0, metavar="SECONDS")
     tpcc.add_argument("--contention", type=int, metavar="K", help="99%% of transactions on warehouses 1..K")
-    tpcc.add_argument("--url", help="database to load into, or to reuse when it already holds this load (default: a fresh one)")
     tpcc.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     tpcc.add_argument("--checkpoint-ms", type=int, default=1000, help="tique systems: background checkpointer interval (0: none)")
     tpcc.add_argument("--seed", type=int, default=42)
     tpcc.add_argument("--tiny", action="store_true", help="reduced cardinalities for smoke tests (not a TPC-C result)")
     tpcc.set_defaults(func=_bench_tpcc)
     chb = bench_sub.add_parser("chbench", help="CH-benCHmark: the 22 analytical queries over TPC-C data, after an OLTP run")
-    chb.add_argument("--system", required=True, choices=_SYSTEMS)
-    chb.add_argument("--url", help="database to load into, or to reuse when it already holds this load (default: a fresh one)")
-    chb.add_argument("--warehouses", type=int, default=1)
+    _tpcc_data_arguments(chb, _SYSTEMS)
     chb.add_argument("--repetitions", type=int, default=5, help="runs of each query; the median is reported")
     chb.add_argument("--oltp-seconds", type=float, default=30.0, metavar="SECONDS",
                      help="TPC-C before the queries, to fill tique's caches (0: none)")
@@ -329,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     chb.add_argument("--tiny", action="store_true", help="reduced TPC-C cardinalities for smoke tests (not a result)")
     chb.set_defaults(func=_bench_chbench)
     htap = bench_sub.add_parser("htap", help="TPC-C and CH-benCHmark clients at once: OLTP throughput and OLAP times")
-    htap.add_argument("--system", required=True, choices=_SYSTEMS)
-    htap.add_argument("--url", help="database to load into, or to reuse when it already holds this load (default: a fresh one)")
-    htap.add_argument("--warehouses", type=int, default=1)
+    _tpcc_data_arguments(htap, _SYSTEMS)
     htap.add_argument("--oltp-clients", type=int, default=1)
     htap.add_argument("--olap-clients", type=int, default=1)
     htap.add_argument("--duration", type=float, default=60.0, metavar="SECONDS", help="per point")

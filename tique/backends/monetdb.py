@@ -109,29 +109,23 @@ def _keeps(value: Any, kind: tuple[str, int]) -> bool:
 
     PREPARE types a marker from its context, not from a value: in `v + ?` with v a
     DECIMAL(12, 2) the marker is a DECIMAL(18, 0), and EXEC would round 0.97 to 1. Such
-    a value goes inline in the statement text instead.
+    a value runs in a widened variant of the statement instead (see _widen).
     """
     name, scale = kind
-    if name not in _EXACT_TYPES or isinstance(value, bool) or not isinstance(value, (Decimal, float)):
-        return True
-    if isinstance(value, float):
-        if value.is_integer():
-            return True
-        value = Decimal(repr(value))
-    exponent = value.normalize().as_tuple().exponent
-    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-    return places <= (scale if name == "decimal" else 0)
+    shape = _places(value)
+    return name not in _EXACT_TYPES or shape is None or shape[1] <= (scale if name == "decimal" else 0)
 
 
 def _places(value: Any) -> tuple[int, int] | None:
-    """(digits, places) of a number as it would be bound; None for anything else."""
+    """(digits, places) of a number as it would be bound, trailing zeros dropped; None
+    for anything else (and for infinities and NaN, which no exact type holds)."""
     if isinstance(value, bool) or not isinstance(value, (Decimal, float)):
         return None
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return None
         value = Decimal(repr(value))
-    sign, digits, exponent = value.as_tuple()
+    sign, digits, exponent = value.normalize().as_tuple()
     if not isinstance(exponent, int):
         return None
     places = -exponent if exponent < 0 else 0
@@ -235,13 +229,16 @@ class MonetDBBackend(Backend):
         return cur
 
     def _run(self, raw: Session, text: str, values: list) -> Any:
+        try:
+            return self._send(raw, text, values)
+        except pymonetdb.exceptions.Error:
+            raw.prepared.clear()  # a failed statement drops every prepared statement of the session
+            raise
+
+    def _send(self, raw: Session, text: str, values: list) -> Any:
         cur = raw.cursor()
         if not values:
-            try:
-                cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
-            except pymonetdb.exceptions.Error:
-                raw.prepared.clear()  # the server dropped every prepared statement of the session
-                raise
+            cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
             return cur
         if raw.in_transaction:
             # A failed statement aborts an engine transaction, so no EXEC that might find
@@ -267,11 +264,7 @@ class MonetDBBackend(Backend):
                 # e.g. a table it used was dropped; a failed statement drops all of them
                 raw.prepared.clear()
                 cur = raw.cursor()
-        try:
-            cur.execute(text, values)
-        except pymonetdb.exceptions.Error:
-            raw.prepared.clear()  # the server dropped every prepared statement of the session
-            raise
+        cur.execute(text, values)
         return cur
 
     def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
