@@ -50,19 +50,28 @@ def seeded(connect: Connect) -> tique.Connection:
 
 
 def rejected(conn: tique.Connection, native: Native, error: type[tique.Error], statement: str, params: Sequence[Any] = ()) -> BaseException:
-    """Runs a bad statement: it raises `error` naming the statement and leaves the table exactly as it was,
-    logically (inside the transaction) and physically (no cache rows left behind)."""
+    """Runs a bad statement: it raises `error` naming the statement. As natively, a failed
+    statement aborts its transaction: later statements raise InFailedTransaction until
+    rollback(), after which nothing of the transaction is left, logically or physically
+    (no cache rows). Then OWN is written again, so the next case starts where this one did.
+    A wrong parameter count is caught before anything runs and aborts nothing (as in psycopg)."""
     before, cache_before = content(conn), native("SELECT count(*) FROM t_cache")
     with pytest.raises(error) as raised:
         run(conn, statement, params)
     assert names_statement(raised.value, statement), str(raised.value)
+    if conn.transaction_failed:
+        with pytest.raises(tique.InFailedTransaction):
+            content(conn)
+        conn.rollback()
+        assert content(conn) == [r for r in before if r != OWN], statement
+        run(conn, "INSERT INTO t VALUES (?, ?, ?)", OWN)
     assert content(conn) == before, statement
     assert native("SELECT count(*) FROM t_cache") == cache_before, statement
     return raised.value
 
 
 def still_usable(conn: tique.Connection, connect: Connect) -> None:
-    """The transaction carries on after its failed statements and commits its own writes."""
+    """After its failed statements were rolled back, the connection's transaction writes and commits."""
     assert conn.in_transaction
     run(conn, "UPDATE t SET n = n + 1 WHERE id = ?", (OWN[0],))
     conn.commit()
@@ -375,8 +384,10 @@ def test_reserved_words_and_odd_characters_as_identifiers(connect: Connect, nati
     assert run(conn, 'UPDATE "select" SET "group" = "group" + "order", "from" = "from" || ? WHERE "order" = ?', ("!", 2)) == 1
     assert run(conn, 'UPDATE "select" SET "order" = "order" + 10 WHERE "from" = ?', ("a",)) == 1
     assert run(conn, 'UPDATE "table" SET "where" = "where" + 1 WHERE "select" = ?', ("s",)) == 2
+    conn.commit()
     with pytest.raises(tique.IntegrityError):
         run(conn, 'INSERT INTO "select" ("order", "from") VALUES (11, ?)', ("dup",))
+    conn.rollback()
     assert rows(conn, 'SELECT s."order", s."from", s."group", s."we""ird col" FROM "select" AS s ORDER BY 1') == [(2, "b!", 7, "y"), (11, "a", 5, "x")]
     assert rows(conn, 'SELECT "order" FROM "select" WHERE "order" = ?', (11,)) == [(11,)]
     assert rows(conn, 'SELECT count(*), sum("where") FROM "table" JOIN "select" ON "table"."where" = "select"."order" - 9') == [(2, 4)]

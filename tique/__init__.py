@@ -28,6 +28,7 @@ from tique.errors import (
     OperationalError,
     ProgrammingError,
     SerializationFailure,
+    InFailedTransaction,
     Warning,
 )
 
@@ -91,7 +92,7 @@ ROWID = _TypeObject("ROWID")
 __all__ = [
     "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
-    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError", "SerializationFailure",
+    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError", "SerializationFailure", "InFailedTransaction",
     "Date", "Time", "Timestamp", "Binary", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
     "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID",
 ]

@@ -15,6 +15,7 @@ from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, de
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.snapshot import Formulation
+from tique.session import Counters
 from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, release, reserve, run_write
 
 # Debug faults (negative controls for consistency checkers), never on by default:
@@ -47,8 +48,8 @@ def _release(backend: Backend, raw: Any, holder: list) -> None:
     txn = holder[0] if holder else None
     try:
         if txn is not None:
-            if txn.written:
-                backend.execute(raw, "INSERT INTO tq_rolled_back (txid) VALUES ($1)", [txn.txid])
+            if txn.engine_open:
+                backend.rollback_engine(raw)
             backend.oracle.end(raw, txn.txid)
     except Exception:
         pass
@@ -110,6 +111,9 @@ class Connection:
         self.priority = priority
         self.priority_retries = 0  # re-executions that committed
         self._txn_holder: list[Transaction | None] = [None]
+        # Set when a statement of an explicit transaction failed: the transaction is gone,
+        # and statements raise until rollback() (commit() raises and clears it).
+        self._failed: str | None = None
         self._plans: dict[tuple[str, Formulation], Plan] = {}
         self._catalog: dict[str, TableDef] = {}
         self.closed = False
@@ -191,6 +195,17 @@ class Connection:
         self._autocommit = bool(value)
 
     @property
+    def counters(self) -> Counters:
+        """What this connection has cost its engine so far (round trips, engine commits,
+        engine time): subtract two readings to cost a transaction."""
+        return self._raw.counters.copy()
+
+    @property
+    def transaction_failed(self) -> bool:
+        """A statement failed and aborted the transaction; statements raise until rollback()."""
+        return self._failed is not None
+
+    @property
     def in_transaction(self) -> bool:
         return self._txn is not None
 
@@ -205,6 +220,9 @@ class Connection:
 
     def commit(self) -> None:
         self._check_open()
+        if self._failed is not None:
+            self._failed = None
+            raise errors.InFailedTransaction("the transaction was rolled back because an earlier statement in it failed; nothing of it was committed")
         txn = self._txn
         if txn is None:
             return
@@ -232,6 +250,9 @@ class Connection:
     def _commit_transaction(self, txn: Transaction) -> None:
         if txn.buffered:
             self._flush_buffered(txn)
+        if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
+            txn.engine_open = False
+            self._backend.rollback_engine(self._raw)
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
@@ -250,30 +271,45 @@ class Connection:
                 self._execute(sql, params)
         except BaseException:
             self._txn = None
+            self._failed = None
             try:
-                release(self._backend, self._raw, retry.txid, retry.reserved_cts, self.commit_timeout)
+                if retry.engine_open:
+                    retry.engine_open = False
+                    self._backend.rollback_engine(self._raw)
             finally:
-                if retry.written:
-                    self._backend.execute(self._raw, self._commit_sql.rolled_back.sql, [retry.txid])
+                release(self._backend, self._raw, retry.txid, retry.reserved_cts, self.commit_timeout)
             raise
         self._commit_or_abandon(retry)
         self.priority_retries += 1
 
     def rollback(self) -> None:
         self._check_open()
+        self._failed = None
         txn = self._txn
         if txn is not None:
             self._abandon(txn)
 
     def _abandon(self, txn: Transaction) -> None:
-        """Rolls back: the transaction's cache rows stay invisible and the checkpointer purges them."""
+        """Rolls back: the engine transaction holding the writes, then the oracle's record."""
         self._txn = None
         try:
-            if txn.written:
-                self._backend.execute(self._raw, self._commit_sql.rolled_back.sql, [txn.txid])
-            self._backend.oracle.end(self._raw, txn.txid)
+            if txn.engine_open:
+                txn.engine_open = False
+                self._backend.rollback_engine(self._raw)
+            if txn.reserved_cts is not None:
+                release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
+            else:
+                self._backend.oracle.end(self._raw, txn.txid)
         except Exception as error:
             raise self._backend.translate(error, "ROLLBACK") from error
+
+    def _fail(self, txn: Transaction) -> None:
+        """A statement of an explicit transaction failed: as natively, the whole
+        transaction is rolled back and later statements raise until ROLLBACK."""
+        try:
+            self._abandon(txn)
+        finally:
+            self._failed = "failed"
 
     def close(self) -> None:
         if self.closed:
@@ -360,22 +396,41 @@ class Connection:
         return sts
 
     def _execute(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
+        if self._failed is not None:
+            plan = self._plan(sql)
+            if not (isinstance(plan, ControlPlan) and plan.action in ("commit", "rollback")):
+                raise errors.InFailedTransaction(describe(sql, "current transaction is aborted: an earlier statement in it failed, so commands are ignored until ROLLBACK"))
         try:
-            return self._execute_once(sql, params)
-        except ProgrammingError as error:
-            # Plans follow the catalog as this connection last read it; if another client has
-            # since dropped or redefined a table, plan again from the database and retry once
-            # (a failed statement leaves nothing behind, so running it again is safe). Never
-            # COMMIT: its transaction is gone, and a second try would report success.
-            if isinstance(self._plans.get((sql, self.snapshot_formulation)), ControlPlan):
-                raise
             try:
-                changed = self._catalog_changed()
-            except Exception:
-                raise error from None
-            if not changed:
-                raise
-        return self._execute_once(sql, params)
+                return self._execute_once(sql, params)
+            except ProgrammingError as error:
+                if not self._replan_after(error, sql):
+                    raise
+            return self._execute_once(sql, params)
+        except BaseException as error:
+            # As natively (PostgreSQL, DuckDB, MonetDB), a failed statement aborts the
+            # open transaction, whatever failed; only a wrong parameter count, caught
+            # before anything ran, leaves it be (as psycopg's client-side check does).
+            txn = self._txn
+            if txn is not None and not getattr(error, "tq_client_side", False):
+                self._fail(txn)
+            raise
+
+    def _replan_after(self, error: ProgrammingError, sql: str) -> bool:
+        """Plans follow the catalog as this connection last read it; if another client has
+        since dropped or redefined a table, plan again from the database and retry once.
+        Only while no engine transaction is open: a failed statement then left nothing
+        behind, so running it again in the same tique transaction is safe. Never COMMIT:
+        its transaction is gone, and a second try would report success."""
+        txn = self._txn
+        if txn is not None and txn.engine_open:
+            return False
+        if isinstance(self._plans.get((sql, self.snapshot_formulation)), ControlPlan):
+            return False
+        try:
+            return self._catalog_changed()
+        except Exception:
+            return False
 
     def _execute_once(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
         plan = self._plan(sql)
@@ -384,7 +439,9 @@ class Connection:
         if isinstance(plan, (CreatePlan, DropPlan)):
             return self._ddl(plan, sql), None, -1
         if len(params) != plan.params:
-            raise ProgrammingError(describe(sql, f"the statement has {plan.params} parameter marker(s) but {len(params)} value(s) were given"))
+            mismatch = ProgrammingError(describe(sql, f"the statement has {plan.params} parameter marker(s) but {len(params)} value(s) were given"))
+            mismatch.tq_client_side = True  # type: ignore[attr-defined]
+            raise mismatch
         if isinstance(plan, NativePlan):
             return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
         implicit = self._autocommit and self._txn is None
@@ -397,7 +454,10 @@ class Connection:
             txn.statements.append((sql, params))
         try:
             if isinstance(plan, ReadPlan):
-                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), plan.analytic)
+                # A read that needs this transaction's uncommitted writes runs on the
+                # session holding them; others may run where analytics run best.
+                analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
+                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), analytic)
             else:
                 outcome = self._write(plan, params, txn, sql)
         except BaseException:
@@ -430,6 +490,7 @@ class Connection:
         if self.buffered_writes and not self._autocommit:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
+        self._open_engine_transaction(txn)
         try:
             count = run_write(self._backend, self._raw, plan, params, context, statement)
         except errors.Error:
@@ -439,8 +500,18 @@ class Connection:
         txn.written.add(plan.table.name)
         return None, None, count
 
+    def _open_engine_transaction(self, txn: Transaction) -> None:
+        """The first write opens the engine transaction that carries all of them."""
+        if not txn.engine_open:
+            try:
+                self._backend.begin_engine(self._raw)
+            except Exception as error:
+                raise self._backend.translate(error, "BEGIN") from error
+            txn.engine_open = True
+
     def _flush_buffered(self, txn: Transaction) -> None:
         pending, txn.buffered = txn.buffered, []
+        self._open_engine_transaction(txn)
         for write in pending:
             txn.written.add(write.plan.table.name)  # rows may exist even if a check fails
             try:

@@ -50,6 +50,12 @@ class SerializationFailure(OperationalError):
     """The transaction lost write-set certification (first committer wins) and was rolled back."""
 
 
+class InFailedTransaction(InternalError):
+    """A statement of the transaction failed earlier, so the whole transaction was rolled
+    back, as PostgreSQL, DuckDB and MonetDB do natively; statements raise this until
+    rollback(), and commit() raises it (psycopg's InFailedSqlTransaction)."""
+
+
 EXCEPTIONS = (
     Warning, Error, InterfaceError, DatabaseError, DataError, OperationalError,
     IntegrityError, InternalError, ProgrammingError, NotSupportedError,

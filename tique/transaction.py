@@ -1,18 +1,29 @@
 """One tique transaction and its commit protocol.
 
-Commit of a writer, in order (each step an autocommitted engine statement):
-1. take a commit timestamp from the oracle (in memory for DuckDB; on PostgreSQL a
-   server function that also logs it in tq_committing);
+A writing transaction runs all its writes in one engine transaction on its session,
+opened by its first write: each write statement appends versions to the cache tables
+(and checks its keys) inside it, so the transaction reads its own writes and nobody
+else sees them, and a failed statement leaves nothing anywhere (the engine transaction
+and with it the tique transaction are rolled back, as natively).
+
+Commit of a writer, in order:
+1. take a commit timestamp from the oracle (in memory on DuckDB and MonetDB; on
+   PostgreSQL a server function that also logs it in tq_committing, inside the engine
+   transaction, so that row commits with the write-set);
 2. log the write-set (hashed keys of every written table, with the commit timestamp)
-   in tq_write_sets;
+   in tq_write_sets, inside the engine transaction, and commit it: this one engine
+   commit carries every write of the transaction and its write-set;
 3. certify and mark, in one statement: a join of our write-set against every
    transaction whose write-set carries a commit timestamp above our start timestamp
    and that is not aborted (first committer wins), whose result is the `committed`
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
-Step 2 precedes step 3 in every transaction, so of two overlapping writers of a key
-the one that certifies second always sees the other.
+Invariant: step 2 commits before step 3 starts in every transaction, so of two
+overlapping writers of a key the one that certifies second always sees the other's
+write-set. Versions in the cache are invisible to every other transaction until their
+transaction's outcome row says it committed, so committing them (step 2) before the
+marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
 """
 from __future__ import annotations
 
@@ -50,6 +61,8 @@ class Transaction:
     # timestamp a re-execution already holds.
     statements: list[tuple[str, tuple]] | None = None
     reserved_cts: int | None = None
+    # An engine transaction is open on the session, holding this transaction's writes.
+    engine_open: bool = False
 
     @property
     def statement_sts(self) -> int:
@@ -100,27 +113,22 @@ class CommitStatements:
 
 
 def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dict[str, int], statement: str) -> int:
-    """Runs a write's cache inserts and checks; on any failure its rows are removed again."""
+    """Runs a write's cache inserts and key checks inside the open engine transaction.
+    A failure leaves rows behind only in that engine transaction, which the caller then
+    rolls back with the whole tique transaction."""
     try:
-        try:
-            counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
-        except Exception as error:
-            column = backend.not_null_column(error)
-            if column is None:
-                raise
-            raise IntegrityError(describe(statement, f"NULL in a NOT NULL column of {plan.table.name}: {column}")) from error
-        if plan.validation is not None:
-            (duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
-            if duplicates or existing:
-                key = ", ".join(plan.table.key)
-                problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
-                raise IntegrityError(describe(statement, problem))
-    except BaseException:
-        try:
-            backend.execute(raw, plan.undo.sql, plan.undo.values(params, context))
-        except Exception:  # the original error matters more; the rows stay invisible and are purged on rollback
-            pass
-        raise
+        counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
+    except Exception as error:
+        column = backend.not_null_column(error)
+        if column is None:
+            raise
+        raise IntegrityError(describe(statement, f"NULL in a NOT NULL column of {plan.table.name}: {column}")) from error
+    if plan.validation is not None:
+        (duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
+        if duplicates or existing:
+            key = ", ".join(plan.table.key)
+            problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
+            raise IntegrityError(describe(statement, problem))
     return counts[0]
 
 
@@ -130,14 +138,37 @@ class _Lost(Exception):
 
 def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                   timeout: float, faults: frozenset[str] = frozenset()) -> int:
-    """Commits `txn` and returns its commit timestamp, or raises SerializationFailure."""
+    """Commits `txn`, whose writes are in the engine transaction open on `raw`, and
+    returns its commit timestamp, or raises SerializationFailure."""
     oracle = backend.oracle
-    cts = txn.reserved_cts if txn.reserved_cts is not None else oracle.take_commit_timestamp(raw, txn.txid, timeout)
-    ctx = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": cts}
-    lost = False  # True when a timeout resolver's abort marker beat our commit marker
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
+    cts: int | None = txn.reserved_cts
     try:
+        if cts is None:
+            cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
+        ctx["tq_cts"] = cts
         ws = sql.write_set(tables)
         backend.execute(raw, ws.sql, ws.values((), ctx))
+        txn.engine_open = False
+        backend.commit_engine(raw)
+    except BaseException as error:
+        if txn.engine_open:
+            txn.engine_open = False
+            try:
+                backend.rollback_engine(raw)
+            except Exception:
+                pass
+        if cts is not None:
+            _give_back(backend, raw, txn.txid, cts, timeout)
+        else:
+            _end_quietly(backend, raw, txn.txid)
+        if isinstance(error, Exception) and backend.is_transient_conflict(error):
+            raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
+        if isinstance(error, Exception) and not isinstance(error, OperationalError):
+            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+        raise
+    lost = False  # True when a timeout resolver's abort marker beat our commit marker
+    try:
         try:
             if not oracle.decide(raw, cts):
                 raise _Lost()
@@ -158,11 +189,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             committed, lost = False, True
     except BaseException as error:
         # Outcome unknown to us: make sure it is an abort, so nobody waits on it.
-        try:
-            backend.insert_abort_outcome(raw, cts, txn.txid)
-            oracle.publish(raw, txn.txid, cts, timeout)
-        except Exception:
-            pass
+        _give_back(backend, raw, txn.txid, cts, timeout)
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
@@ -183,6 +210,22 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def _give_back(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:
+    """An abort outcome for a held commit timestamp, then publish, so nobody waits on it."""
+    try:
+        backend.insert_abort_outcome(raw, cts, txid)
+        backend.oracle.publish(raw, txid, cts, timeout)
+    except Exception:
+        pass
+
+
+def _end_quietly(backend: Backend, raw: Any, txid: int) -> None:
+    try:
+        backend.oracle.end(raw, txid)
+    except Exception:
+        pass
 
 
 def reserve(backend: Backend, raw: Any, failed: Transaction, sql: CommitStatements, timeout: float) -> Transaction:

@@ -1,9 +1,10 @@
 """What every engine backend provides to the transaction manager."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from sqlglot import exp
 
@@ -74,9 +75,32 @@ class Backend(ABC):
         cur = self.execute(raw, sql, params)
         return cur.fetchall() if cur.description else []
 
+    # -- engine transactions ---------------------------------------------
+    # A tique transaction that writes runs its writes and its write-set in one engine
+    # transaction on its session (see tique/transaction.py); DDL and adopt use atomic().
     @abstractmethod
-    def atomic(self, raw: Any) -> Any:
-        """A context manager running its statements as one engine transaction (DDL only)."""
+    def begin_engine(self, raw: Any) -> None:
+        """Opens an engine transaction on `raw`: its statements stop committing on their own."""
+
+    @abstractmethod
+    def commit_engine(self, raw: Any) -> None:
+        """Commits the engine transaction open on `raw` (one engine commit)."""
+
+    @abstractmethod
+    def rollback_engine(self, raw: Any) -> None:
+        """Rolls back the engine transaction open on `raw`, if any; never raises for a
+        connection that is already gone (the engine then rolled it back itself)."""
+
+    @contextlib.contextmanager
+    def atomic(self, raw: Any) -> Iterator[None]:
+        """Runs the block's statements as one engine transaction (DDL, adopt)."""
+        self.begin_engine(raw)
+        try:
+            yield
+        except BaseException:
+            self.rollback_engine(raw)
+            raise
+        self.commit_engine(raw)
 
     def description(self, cursor: Any) -> tuple | None:
         """PEP 249 description 7-tuples of the result `cursor` holds (None without one)."""

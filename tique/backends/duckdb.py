@@ -13,6 +13,7 @@ from tique import errors
 from tique.backends.base import Backend, PlanCache
 from tique.oracle.local import LocalOracle
 from tique.rewrite.templates import template_text
+from tique.session import Session
 
 
 def database_path(url: str) -> str:
@@ -37,19 +38,20 @@ class DuckDBBackend(Backend):
         # on a copy of the tree), so one is reused by every connection of the database.
         self._parsed = PlanCache()
 
-    def open(self) -> Any:
-        return self._base.cursor()
+    def open(self) -> Session:
+        return Session(self._base.cursor())
 
-    def close_raw(self, raw: Any) -> None:
-        raw.close()
+    def close_raw(self, raw: Session) -> None:
+        raw.conn.close()
 
     def close(self) -> None:
         super().close()
         self._base.close()
 
-    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
-        statement = self._statement(raw, sql)
-        return raw.execute(statement, list(params)) if params else raw.execute(statement)
+    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+        statement = self._statement(raw.conn, sql)
+        with raw.round_trip(sql):
+            return raw.conn.execute(statement, list(params)) if params else raw.conn.execute(statement)
 
     def _statement(self, raw: Any, sql: str) -> Any:
         """`sql` parsed once; a text of several statements stays text (run as a script)."""
@@ -67,18 +69,26 @@ class DuckDBBackend(Backend):
         row = cursor.fetchone()
         return int(row[0]) if row else 0
 
-    @contextlib.contextmanager
-    def atomic(self, raw: Any) -> Iterator[None]:
-        raw.begin()
-        try:
-            yield
-        except BaseException:
-            raw.rollback()
-            raise
-        raw.commit()
+    def begin_engine(self, raw: Session) -> None:
+        with raw.round_trip():
+            raw.conn.begin()
+        raw.in_transaction = True
 
-    def run_script(self, raw: Any, script: str) -> None:
-        raw.execute(script)
+    def commit_engine(self, raw: Session) -> None:
+        raw.in_transaction = False
+        with raw.round_trip(commit=True):
+            raw.conn.commit()
+
+    def rollback_engine(self, raw: Session) -> None:
+        if not raw.in_transaction:
+            return
+        raw.in_transaction = False
+        with raw.round_trip():
+            raw.conn.rollback()
+
+    def run_script(self, raw: Session, script: str) -> None:
+        with raw.round_trip(script):
+            raw.conn.execute(script)
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Placeholder(this=str(n))

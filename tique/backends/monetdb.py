@@ -24,6 +24,7 @@ from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import template_text
 from tique.rewrite.writes import NEW
+from tique.session import Counters, Session as BaseSession
 
 PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-side
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
@@ -80,25 +81,41 @@ def sqlstate(error: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-@dataclass
-class Session:
+class _CountedCursor:
+    """A pymonetdb cursor whose every execute is accounted as a round trip of its session."""
+
+    def __init__(self, session: "Session") -> None:
+        self._session = session
+        self._cursor = session.conn.cursor()
+
+    def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None) -> Any:
+        """`origin`: the statement an EXEC runs, which says whether it writes."""
+        with self._session.round_trip(origin or operation):
+            return self._cursor.execute(operation, parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+@dataclass(eq=False)
+class Session(BaseSession):
     """One pymonetdb connection and what tique caches on it."""
-    conn: Any
     uses: dict[str, int] = field(default_factory=dict)
     # text -> (id, markers, each marker's (type, scale) as PREPARE inferred it)
     prepared: dict[str, tuple[int, int, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
     pipeline: str = "default_pipe"
-    in_transaction: bool = False  # inside atomic(): an engine transaction, not autocommit
     session_token: int | None = None  # set by the oracle on first use
+    schema_change: bool = False  # inside atomic(): statements run as text, never prepared
     # Analytical reads run on a second connection, opened on first use: MonetDB drops a
     # session's prepared statements whenever its optimizer pipeline is set, so switching
     # one session between pipelines would re-plan every point statement after each
-    # analytical read. Every tique statement autocommits (the snapshot is in the SQL), so
-    # which connection runs a read does not change what it sees.
+    # analytical read. A read outside an engine transaction autocommits (the snapshot is
+    # in the SQL), so which connection runs it does not change what it sees. It shares
+    # the main session's counters.
     analytic: "Session | None" = None
 
     def cursor(self) -> Any:
-        return self.conn.cursor()
+        return _CountedCursor(self)
 
 
 _EXACT_TYPES = {"tinyint", "smallint", "int", "bigint", "hugeint", "oid", "decimal"}
@@ -184,14 +201,16 @@ class MonetDBBackend(Backend):
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
 
     # -- connections -----------------------------------------------------------
-    def open(self) -> Session:
-        conn = pymonetdb.connect(autocommit=True, **self._connect_args)
+    def open(self, counters: Counters | None = None) -> Session:
+        session = Session(pymonetdb.connect(autocommit=True, **self._connect_args))
+        if counters is not None:
+            session.counters = counters
         if self.schema:
-            cur = conn.cursor()
+            cur = session.cursor()
             q = exp.to_identifier(self.schema, quoted=True).sql(self.dialect)
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {q}")
             cur.execute(f"SET SCHEMA {q}")
-        return Session(conn)
+        return session
 
     def close_raw(self, raw: Session) -> None:
         try:
@@ -207,11 +226,14 @@ class MonetDBBackend(Backend):
             raw.pipeline = pipeline
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
-        if analytic and not raw.in_transaction:
+        if analytic and not raw.schema_change:
+            # The caller sends a read here only if it needs none of the open engine
+            # transaction's writes (see Connection._run).
             if raw.analytic is None:
-                raw.analytic = self.open()
+                raw.analytic = self.open(raw.counters)
             raw = raw.analytic
-        self._set_pipeline(raw, OLAP_PIPE if analytic else OLTP_PIPE)
+        if not raw.in_transaction:  # setting it inside a transaction would drop the prepared statements it uses
+            self._set_pipeline(raw, OLAP_PIPE if analytic else OLTP_PIPE)
         text: str
         if isinstance(sql, FormatSQL):
             text, values = sql, list(params)
@@ -240,9 +262,7 @@ class MonetDBBackend(Backend):
         if not values:
             cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
             return cur
-        if raw.in_transaction:
-            # A failed statement aborts an engine transaction, so no EXEC that might find
-            # its prepared statement gone (MonetDB drops them all on a schema change).
+        if raw.schema_change:
             cur.execute(text, values)
             return cur
         prepared = raw.prepared.get(text)
@@ -258,7 +278,7 @@ class MonetDBBackend(Backend):
         if prepared is not None and all(map(_keeps, values, prepared[2])):
             ident, markers, _ = prepared
             try:
-                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values)
+                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text)
                 return cur
             except pymonetdb.exceptions.Error:
                 # e.g. a table it used was dropped; a failed statement drops all of them
@@ -316,20 +336,36 @@ class MonetDBBackend(Backend):
     def affected(self, cursor: Any) -> int:
         return int(cursor.rowcount)
 
+    def begin_engine(self, raw: Session) -> None:
+        raw.cursor().execute("START TRANSACTION")
+        raw.in_transaction = True
+
+    def commit_engine(self, raw: Session) -> None:
+        raw.in_transaction = False
+        cur = _CountedCursor(raw)
+        with raw.round_trip(commit=True):
+            cur._cursor.execute("COMMIT")
+
+    def rollback_engine(self, raw: Session) -> None:
+        if not raw.in_transaction:
+            return
+        raw.in_transaction = False
+        try:
+            raw.cursor().execute("ROLLBACK")
+        except pymonetdb.exceptions.Error:
+            pass  # the server already ended it (an error aborts a MonetDB transaction)
+        raw.prepared.clear()  # a failed statement dropped them on the server
+
     @contextlib.contextmanager
     def atomic(self, raw: Session) -> Iterator[None]:
-        raw.conn.set_autocommit(False)
-        raw.in_transaction = True
+        """Schema changes: statements run as text, never EXEC, since a committed schema
+        change drops every prepared statement of the session."""
+        raw.schema_change = True
         try:
-            try:
+            with super().atomic(raw):
                 yield
-            except BaseException:
-                raw.conn.rollback()
-                raise
-            raw.conn.commit()
         finally:
-            raw.in_transaction = False
-            raw.conn.set_autocommit(True)
+            raw.schema_change = False
             self._forget_prepared(raw)
 
     def _forget_prepared(self, raw: Session) -> None:

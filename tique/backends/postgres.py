@@ -11,6 +11,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.oracle.postgres import PostgresOracle
 from tique.rewrite.templates import template_text
+from tique.session import Session
 
 
 # PostgreSQL's names for the types the PEP 249 type objects (tique.NUMBER, ...) know by SQL name.
@@ -36,15 +37,16 @@ class PostgresBackend(Backend):
     def open(self) -> Any:
         # RawCursor speaks PostgreSQL's own $n markers, so SQL text needs no % escaping;
         # psycopg prepares a statement server-side once it has run a few times.
-        return psycopg.connect(self.url, autocommit=True, cursor_factory=psycopg.RawCursor, connect_timeout=int(self.connect_timeout))
+        return Session(psycopg.connect(self.url, autocommit=True, cursor_factory=psycopg.RawCursor, connect_timeout=int(self.connect_timeout)))
 
-    def close_raw(self, raw: Any) -> None:
-        raw.close()
+    def close_raw(self, raw: Session) -> None:
+        raw.conn.close()
 
-    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
         self._plan_for(raw, analytic)
-        cur = raw.cursor()
-        cur.execute(sql, list(params))
+        cur = raw.conn.cursor()
+        with raw.round_trip(sql):
+            cur.execute(sql, list(params))
         return cur
 
     def _plan_for(self, raw: Any, analytic: bool) -> None:
@@ -56,8 +58,11 @@ class PostgresBackend(Backend):
         without). Hash joins degrade gracefully when estimates are off. The setting is
         per session and is switched only when the kind of statement changes, like
         MonetDB's optimizer pipeline."""
+        if raw.in_transaction:
+            return  # a SET inside a transaction is undone by its rollback: leave the setting be
         if self._no_nestloop.get(raw, False) != analytic:
-            raw.execute("SET enable_nestloop = off" if analytic else "RESET enable_nestloop")
+            with raw.round_trip():
+                raw.conn.execute("SET enable_nestloop = off" if analytic else "RESET enable_nestloop")
             self._no_nestloop[raw] = analytic
 
     def affected(self, cursor: Any) -> int:
@@ -77,12 +82,26 @@ class PostgresBackend(Backend):
             described.append((column.name, code, *tuple(column)[2:]))
         return tuple(described)
 
-    def atomic(self, raw: Any) -> Any:
-        return raw.transaction()
+    def begin_engine(self, raw: Session) -> None:
+        with raw.round_trip("BEGIN"):
+            raw.conn.execute("BEGIN")
+        raw.in_transaction = True
 
-    def run_script(self, raw: Any, script: str) -> None:
-        with raw.transaction():
-            raw.cursor().execute(script)
+    def commit_engine(self, raw: Session) -> None:
+        raw.in_transaction = False
+        with raw.round_trip(commit=True):
+            raw.conn.execute("COMMIT")
+
+    def rollback_engine(self, raw: Session) -> None:
+        raw.in_transaction = False
+        if raw.conn.closed:
+            return
+        with raw.round_trip():
+            raw.conn.execute("ROLLBACK")
+
+    def run_script(self, raw: Session, script: str) -> None:
+        with self.atomic(raw), raw.round_trip():
+            raw.conn.cursor().execute(script)
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Parameter(this=exp.Literal.number(n))

@@ -1,0 +1,72 @@
+"""One engine connection as tique uses it, and the one place that counts what it costs.
+
+Every statement a backend sends to its engine goes through `Session.round_trip`, so the
+figures the benchmarks report (round trips, engine commits, engine time per transaction)
+cannot undercount: a send that bypasses it would be a bug in the backend, not a gap in
+the accounting.
+"""
+from __future__ import annotations
+
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator
+
+# Statements that change the database: autocommitted, each is an engine commit. The
+# oracle's PostgreSQL functions write their log tables; MonetDB's oracle keeps its state
+# in server memory, so its calls are reads.
+_WRITES = re.compile(
+    r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|CREATE|DROP|ALTER|TRUNCATE|COPY|ANALYZE|VACUUM)\b"
+    r"|\btq_(?:begin|end|take_cts|publish|recover|resolve)\s*\(",
+    re.IGNORECASE,
+)
+
+
+def writes(sql: str) -> bool:
+    """Whether statement text changes the database (and so commits when autocommitted)."""
+    return _WRITES.search(sql) is not None
+
+
+@dataclass
+class Counters:
+    """What a session has cost so far. `engine_ns` is the wall time spent waiting for the
+    engine (its execution plus the wire), measured around each round trip."""
+
+    round_trips: int = 0
+    engine_commits: int = 0
+    engine_ns: int = 0
+
+    def copy(self) -> "Counters":
+        return Counters(self.round_trips, self.engine_commits, self.engine_ns)
+
+    def __sub__(self, other: "Counters") -> "Counters":
+        return Counters(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
+
+    def __add__(self, other: "Counters") -> "Counters":
+        return Counters(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+@dataclass(eq=False)  # a session is itself, never equal to another: hashable by identity
+class Session:
+    """A driver connection and its counters. `in_transaction`: an engine transaction is
+    open on it (statements do not commit on their own)."""
+
+    conn: Any
+    counters: Counters = field(default_factory=Counters)
+    in_transaction: bool = False
+
+    @contextmanager
+    def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:
+        """Accounts one request to the engine around the block that sends it. `commit`:
+        the request ends an engine transaction; otherwise an autocommitted statement
+        that writes counts as a commit of its own."""
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            counters = self.counters
+            counters.round_trips += 1
+            counters.engine_ns += time.perf_counter_ns() - start
+            if commit or (not self.in_transaction and sql and writes(sql)):
+                counters.engine_commits += 1
