@@ -8,6 +8,7 @@ a statement needs the other one: `minimal_fast` for point and commit-path statem
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -24,6 +25,18 @@ from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import template_text
 from tique.rewrite.writes import NEW
+
+
+
+class _NoConnectLog(logging.Filter):
+    """pymonetdb logs a failed connect (without a newline of its own in captured output)
+    and then raises; tique's exception already says it, with the password hidden."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Could not connect to ")
+
+
+logging.getLogger("pymonetdb.mapi").addFilter(_NoConnectLog())
 
 PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-side
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
