@@ -43,6 +43,9 @@ def _open_file(url: str) -> Any:
 
 class DuckDBBackend(Backend):
     dialect = "duckdb"
+    missing_column = (re.compile(r'Referenced column "(?P<column>[^"]+)" not found'),
+                      re.compile(r'(?:Table|Values list) "(?P<qualifier>[^"]+)" does not have a column named "(?P<column>[^"]+)"'))
+    missing_table = (re.compile(r"Table with name (?P<table>\S+) does not exist"),)
 
     def __init__(self, url: str, **_: object) -> None:
         super().__init__()

@@ -177,6 +177,9 @@ def _dollar_to_format(sql: str, params: Sequence[Any]) -> tuple[str, list]:
 
 class MonetDBBackend(Backend):
     dialect = "monetdb"
+    missing_column = (re.compile(r"identifier '(?P<column>[^']+)' unknown"),
+                      re.compile(r"no such column '(?:(?P<qualifier>[^'.]+)\.)?(?P<column>[^'.]+)'"))
+    missing_table = (re.compile(r"no such table '(?P<table>[^']+)'"),)
     supports_returning = False
     adopts_by_rename = True
 
