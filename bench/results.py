@@ -12,6 +12,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
+from tique.errors import redact
+
 SCHEMA_VERSION = 1
 
 
@@ -88,8 +90,11 @@ def _plain(value: Any) -> Any:
 
 
 def _no_nan(value: Any) -> Any:
+    """JSON-ready: NaN as None, and no string (a recorded URL, an error) shows a password."""
     if isinstance(value, float) and value != value:
         return None
+    if isinstance(value, str):
+        return redact(value)
     if isinstance(value, dict):
         return {k: _no_nan(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -104,6 +104,45 @@ def test_syntax_errors_name_statement_and_position(connect: Connect, native: Nat
     still_usable(conn, connect)
 
 
+INTERNAL_WORDS = ("_storage", "_cache", "tq_", "Candidate", "LINE ", "sqlglot", "<class", "Required keyword", "Values list")
+
+
+def in_user_terms(error: BaseException, statement: str) -> str:
+    """The message, checked to show none of tique's rewritten SQL or internal names
+    (other than those the application itself wrote)."""
+    message = str(error)
+    assert not [w for w in INTERNAL_WORDS if w in message and w not in statement], message
+    return message
+
+
+def test_misspelled_keyword_is_a_syntax_error_in_the_users_text(connect: Connect, native: Native) -> None:
+    conn = seeded(connect)
+    for statement, where in [("SELEC * FROM t", "at line 1, column 12: unexpected 'FROM'"),
+                             ("SELECT * FROM t WHERE id = ? +", "at line 1, column 30"),
+                             ("SELECT id FROM t WHERE id IN (?,?,? FROM t", "at line 1, column 40")]:
+        message = in_user_terms(rejected(conn, native, tique.ProgrammingError, statement, (1, 2, 3)[:statement.count("?")]), statement)
+        assert f"syntax error {where}" in message, message
+    still_usable(conn, connect)
+
+
+def test_missing_columns_and_tables_are_named_in_the_statements_terms(connect: Connect, native: Native) -> None:
+    conn = seeded(connect)
+    run(conn, "SELECT 1")
+    for statement, cause in [
+        ("SELECT nocol FROM t", "table t has no column 'nocol'"),
+        ("SELECT x.nocol FROM t AS x", "table t has no column 'nocol'"),
+        ("SELECT v FROM t WHERE nocol = 1", "table t has no column 'nocol'"),
+        ("UPDATE t SET n = 1 WHERE nocol = 1", "table t has no column 'nocol'"),
+        ("DELETE FROM t WHERE nocol = 1", "table t has no column 'nocol'"),
+        ("SELECT nocol FROM t AS a JOIN t AS b ON a.id = b.id", "table t has no column 'nocol'"),
+        ("SELECT * FROM tt", "table 'tt' does not exist"),
+        ("SELECT * FROM tq_outcom", "table 'tq_outcom' does not exist"),  # no hint at tique's own tables
+    ]:
+        message = in_user_terms(rejected(conn, native, tique.ProgrammingError, statement), statement)
+        assert message.startswith(cause) and "tq_outcome" not in message, message
+    still_usable(conn, connect)
+
+
 def test_statement_count_and_bad_markers(connect: Connect, native: Native) -> None:
     conn = seeded(connect)
     for statement, params, cause in [

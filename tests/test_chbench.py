@@ -37,6 +37,7 @@ from bench.chbench.tables import NATIONS, SUPPLIERS, table_loads
 from bench.tpcc.loader import TINY, Loaded, Scale
 from bench.tpcc.rand import Constants
 from drivers import System, open_system
+from progress import until_progress
 
 SCALE = Scale(items=2000, customers=60, orders=60)  # 600 customers and orders, ~6,000 order lines
 SEED = 1
@@ -270,7 +271,8 @@ def test_tpcc_then_checkpointed_snapshot_equal(pair: tuple[System, System]) -> N
     from bench.tpcc.run import run as run_tpcc
 
     loaded = Loaded(1, SCALE, Constants.for_load(random.Random(SEED)).c_last)
-    tpcc = run_tpcc(tq, loaded, clients=2, duration=4.0, warmup=0.0, seed=5)
+    tpcc = until_progress(lambda seconds: run_tpcc(tq, loaded, clients=2, duration=seconds, warmup=0.0, seed=5),
+                          lambda run: run.metrics()["commits"] > 0, seconds=4.0)
     metrics = tpcc.metrics()
     assert metrics["commits"] > 0 and not metrics["errors"], metrics["error_samples"]
     assert sum((cache_rows(tq) or {}).values()) > 0
@@ -304,7 +306,10 @@ def test_htap_short_run_makes_progress_on_both_sides(tmp_path: Path) -> None:
     try:
         load_identically([system], 1, TINY)
         loaded = Loaded(1, TINY, Constants.for_load(random.Random(SEED)).c_last)
-        point = run_point(system, loaded, oltp_clients=1, olap_clients=1, duration=4.0)
+        # Both sides progressing within one point is the claim: a busy machine gets a longer point.
+        point = until_progress(lambda seconds: run_point(system, loaded, oltp_clients=1, olap_clients=1, duration=seconds),
+                               lambda p: p.metrics()["oltp"]["commits"] > 0 and p.metrics()["olap"]["queries_completed"] > 0,
+                               seconds=4.0)
     finally:
         system.close()
     metrics = point.metrics()
@@ -324,7 +329,11 @@ def test_cli_chbench_and_htap_write_results(tmp_path: Path) -> None:
     assert result["metrics"]["total_median_s"] > 0
 
     out = tmp_path / "htap.json"
-    assert main(["bench", "htap", "--system", "native-duckdb", "--tiny", "--oltp-clients", "1", "--olap-clients", "1",
-                 "--duration", "2", "--out", str(out)]) == 0
-    points = json.loads(out.read_text())["metrics"]["points"]
+
+    def htap(seconds: float) -> list[dict]:
+        assert main(["bench", "htap", "--system", "native-duckdb", "--tiny", "--oltp-clients", "1", "--olap-clients", "1",
+                     "--duration", str(seconds), "--out", str(out)]) == 0
+        return json.loads(out.read_text())["metrics"]["points"]
+
+    points = until_progress(htap, lambda p: p[0]["oltp"]["commits"] > 0 and p[0]["olap"]["queries_completed"] > 0, seconds=2.0)
     assert len(points) == 1 and points[0]["oltp"]["commits"] > 0 and points[0]["olap"]["queries_completed"] > 0

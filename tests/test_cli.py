@@ -1,13 +1,14 @@
 """The `tique` command: adopt, checkpoint, overhead and the demo, run for real."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 import tique
-from tique.cli import main
+from tique.cli import build_parser, main
 
 
 def test_adopt_keeps_every_row(url: str, connect: Callable[..., tique.Connection], native: Callable[[str], list[tuple]]) -> None:
@@ -79,3 +80,24 @@ def test_bench_keys_prints_throughput_and_phases(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out
     assert "tique-duckdb" in out and "commits/s" in out
     assert "per committed transaction" in out and "certification" in out
+
+
+def _subcommand_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path of the parser: (), ("bench",), ("bench", "tpcc"), ..."""
+    paths = [prefix]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                paths.extend(_subcommand_paths(child, prefix + (name,)))
+    return paths
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _subcommand_paths(build_parser())
+    assert ("bench", "contention") in paths and ("elle", "check") in paths
+    for path in paths:
+        for flag in ("--help", "-h"):
+            with pytest.raises(SystemExit) as exited:
+                build_parser().parse_args([*path, flag])
+            assert exited.value.code == 0, (path, flag)
+            assert "usage: tique" in capsys.readouterr().out, (path, flag)

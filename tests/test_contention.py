@@ -17,6 +17,7 @@ from typing import Callable
 import pytest
 
 import tique
+from progress import wait_for
 from sqlhelp import rows, run
 from tique.checkpoint import checkpoint, ensure_background_checkpointer
 
@@ -165,12 +166,8 @@ def test_concurrent_transfers_with_background_checkpointer(connect: Connect, nat
     assert background.last_error is None, f"background checkpoint failed: {background.last_error!r}"
     check_invariants(connect, tally, accounts, transfers)
     # Once the load is over, the checkpointer drains the caches on its own.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        left = native("SELECT (SELECT count(*) FROM accounts_cache) + (SELECT count(*) FROM ledger_cache)")[0][0]
-        if left == 0:
-            break
-        time.sleep(0.05)
+    wait_for(lambda: native("SELECT (SELECT count(*) FROM accounts_cache) + (SELECT count(*) FROM ledger_cache)")[0][0] == 0,
+             poll=0.05)
     assert native("SELECT count(*) FROM accounts_cache") == [(0,)]
     assert native("SELECT count(*) FROM ledger_cache") == [(0,)]
     assert native("SELECT count(*), sum(bal) FROM accounts_storage") == [(accounts, accounts * OPENING)]

@@ -13,6 +13,7 @@ from typing import Callable
 import pytest
 
 import tique
+from progress import wait_for
 from tique.backends import forget_database
 
 HERE = Path(__file__).parent
@@ -177,10 +178,11 @@ def _transfers_survive_restart(url: str, restart: Callable[[], None]) -> None:
     threads = [threading.Thread(target=client, args=(n,)) for n in range(3)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    # Transfers commit before the restart and after it: counted, not timed.
+    wait_for(lambda: len(acknowledged) > 0)
     before_restart = len(acknowledged)
     restart()
-    time.sleep(3.0)
+    wait_for(lambda: len(acknowledged) > before_restart)
     stop.set()
     for t in threads:
         t.join(timeout=60)

@@ -13,6 +13,8 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from tique.errors import redact
+
 
 def _tpcc_data_arguments(parser: argparse.ArgumentParser, systems: Sequence[str]) -> None:
     """What every benchmark over TPC-C data asks first: the system and the database."""
@@ -266,7 +268,8 @@ def _elle_check(args: argparse.Namespace) -> int:
     return int(check_command(args.history, args.model, args.report))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The `tique` command line. Help strings go through %-formatting: a literal % is %%."""
     parser = argparse.ArgumentParser(prog="tique", description="Transactions in the query engine.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -359,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--url", action="append", metavar="SYSTEM=URL", help="use an existing database for a system")
     cmp.add_argument("--out-dir", default="results", help="JSON results, compare.json and compare.png go here")
     cmp.set_defaults(func=_bench_compare)
-    ct = bench_sub.add_parser("contention", help="TPC-C with 99% of transactions on K warehouses, for each K (paper 4.3.1)")
+    ct = bench_sub.add_parser("contention", help="TPC-C with 99%% of transactions on K warehouses, for each K (paper 4.3.1)")
     ct.add_argument("--system", required=True)
     ct.add_argument("--url", help="an existing database (default: a fresh one)")
     ct.add_argument("--warehouses", type=int, default=4)
@@ -424,14 +427,17 @@ def main(argv: list[str] | None = None) -> int:
     ec.add_argument("--model", required=True)
     ec.add_argument("--report", metavar="JSON", help="write the full report here")
     ec.set_defaults(func=_elle_check)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except Exception as error:  # one clear line for the terminal; tracebacks with TIQUE_DEBUG=1
         if os.environ.get("TIQUE_DEBUG"):
             raise
-        print(f"tique {args.command}: {type(error).__name__}: {error}", file=sys.stderr)
+        print(redact(f"tique {args.command}: {type(error).__name__}: {error}"), file=sys.stderr)
         return 1
 
 

@@ -11,7 +11,7 @@ from tique.backends import open_database
 from tique.backends.base import Backend
 from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
 from tique.cursor import Cursor
-from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe
+from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.snapshot import Formulation
@@ -97,7 +97,7 @@ class Connection:
         try:
             self._raw = self._backend.open()
         except Exception as error:
-            raise self._backend.translate(error, f"connect to {url}") from error
+            raise self._backend.translate(error, f"connect to {redact(url)}") from error
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)
@@ -123,7 +123,7 @@ class Connection:
         except BaseException as error:
             self._finalizer()
             if isinstance(error, Exception) and not isinstance(error, errors.Error):
-                raise self._backend.translate(error, f"connect to {url}") from error
+                raise self._backend.translate(error, f"connect to {redact(url)}") from error
             raise
         if checkpoint_interval_ms is not None:
             from tique.checkpoint import ensure_background_checkpointer

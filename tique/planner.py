@@ -4,19 +4,21 @@ A plan holds compiled SQL with numbered markers; executing it only binds values.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Union
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parser import Parser
 from sqlglot.tokens import TokenType
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.params import USER_PREFIX, Compiled, normalize_placeholders, number_qmarks
+from tique.rewrite.params import USER_PREFIX, Compiled, Marked, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, choose_formulation
 from tique.rewrite.writes import rewrite_delete, rewrite_insert, rewrite_update
@@ -67,19 +69,31 @@ class ControlPlan:
 Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
 
 
+@functools.lru_cache(maxsize=None)
+def _parser_class(dialect: str) -> type[Parser]:
+    """The dialect's parser, minus `:name` placeholders: tique takes `?` and `$n` markers
+    only, and a `:` that opens a name is an array slice with no lower bound (`arr[:n]`)."""
+    base = Dialect.get_or_raise(dialect).parser_class
+    placeholders = {k: v for k, v in base.PLACEHOLDER_PARSERS.items() if k != TokenType.COLON}
+    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders})
+
+
 def parse_one(sql: str, dialect: str) -> exp.Expression:
     """Parses exactly one statement; syntax errors name the statement and the position."""
+    marked = mark_parameters(sql)
+    engine = Dialect.get_or_raise(dialect)
     try:
-        trees = [t for t in sqlglot.parse(number_qmarks(sql, dialect), read=dialect) if t is not None]
+        parsed = _parser_class(dialect)(dialect=engine).parse(engine.tokenize(marked.sql), marked.sql)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         where = ""
         if first.get("line") is not None and first.get("col") is not None:
-            where = f" at line {first['line']}, column {_qmark_column(sql, dialect, first['line'], first['col'])}"
-        cause = first.get("description") or str(error)
-        raise ProgrammingError(describe(sql, f"syntax error{where}: {cause}")) from None
+            where = " at " + _position(marked, _offset(marked.sql, first["line"], first["col"]))
+        raise ProgrammingError(describe(sql, f"syntax error{where}: {_cause(first)}")) from None
     except TokenError as error:
-        raise ProgrammingError(describe(sql, f"syntax error{_token_error_position(error, sql)}")) from None
+        raise ProgrammingError(describe(sql, f"syntax error{_token_error_position(error, marked)}")) from None
+    # A semicolon ends a statement; what follows it may be nothing, or only a comment.
+    trees = [t for t in parsed if t is not None and not isinstance(t, exp.Semicolon)]
     if not trees:
         raise ProgrammingError(describe(sql, "empty statement"))
     if len(trees) > 1:
@@ -87,30 +101,44 @@ def parse_one(sql: str, dialect: str) -> exp.Expression:
     return trees[0]
 
 
-def _qmark_column(sql: str, dialect: str, line: int, col: int) -> int:
-    """The parser saw `$n` where the application wrote `?`; maps its column back to the application's text."""
-    shift = 0
-    n = 0
-    for token in sqlglot.tokenize(sql, read=dialect):
-        if token.token_type == TokenType.PLACEHOLDER and sql[token.start:token.end + 1] == "?":
-            n += 1
-            if token.line == line and token.col + shift < col:
-                shift += len(str(n))
-    return col - shift
+def _offset(text: str, line: int, col: int) -> int:
+    """The offset of a 1-based line and column in `text`."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+    return start + col - 1
 
 
-def _token_error_position(error: TokenError, sql: str) -> str:
+def _position(marked: Marked, offset: int) -> str:
+    """`line L, column C` of a parsed-text offset, in the application's own text."""
+    original = min(marked.original_offset(offset), len(marked.original))
+    text = marked.original
+    line = text.count("\n", 0, original) + 1
+    return f"line {line}, column {original - (text.rfind(chr(10), 0, original) + 1) + 1}"
+
+
+def _cause(error: dict) -> str:
+    """What the parser found wrong, in SQL terms: sqlglot's own wording names its classes
+    (`Required keyword: 'expression' missing for <class ...Mul>`), so that becomes the token
+    where parsing stopped."""
+    description = str(error.get("description") or "")
+    if description and "<class" not in description and "Invalid expression" not in description and "Required keyword" not in description:
+        return description
+    near = str(error.get("highlight") or "").strip()
+    return f"unexpected {near!r}" if near else "unexpected end of statement"
+
+
+def _token_error_position(error: TokenError, marked: Marked) -> str:
     """Where an unterminated string or identifier starts, else the end (an unterminated comment).
 
     sqlglot says "Missing ' from <line>:<offset>", the offset counted from the start of the statement.
     """
     found = re.search(r"Missing (.+) from \d+:(\d+)", str(error.__cause__ or ""))
-    offset = min(int(found.group(2)), len(sql)) if found else len(sql)
-    line = sql.count("\n", 0, offset) + 1
-    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    offset = min(int(found.group(2)), len(marked.sql)) if found else len(marked.sql)
+    where = _position(marked, offset)
     if found:
-        return f" at line {line}, column {column}: no closing {found.group(1)}"
-    return f" at line {line}, column {column}: unterminated comment, string or identifier at the end of the statement"
+        return f" at {where}: no closing {found.group(1)}"
+    return f" at {where}: unterminated comment, string or identifier at the end of the statement"
 
 
 def _target_name(tree: exp.Expression) -> str | None:

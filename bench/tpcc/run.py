@@ -20,11 +20,11 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from bench.results import Result, finish, table
+from tique.errors import redact
 from bench.tpcc.consistency import check, verdict
 from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
 from bench.tpcc.rand import Constants
@@ -233,14 +233,8 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
 
 
 def _redacted(url: str | None) -> str | None:
-    """The URL without its password."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its password (a percent-encoded one too)."""
+    return None if url is None else redact(url)
 
 
 def show(result: Result, console: Any = None) -> None:

@@ -6,7 +6,7 @@ import threading
 from urllib.parse import urlsplit
 
 from tique.backends.base import Backend
-from tique.errors import InterfaceError
+from tique.errors import InterfaceError, redact
 
 _databases: dict[str, Backend] = {}
 _lock = threading.Lock()
@@ -28,7 +28,7 @@ def open_database(url: str, **options: object) -> Backend:
                 from tique.backends.monetdb import MonetDBBackend
                 backend = MonetDBBackend(url, **options)
             else:
-                raise InterfaceError(f"unknown database URL scheme {scheme!r} in {url!r}; use duckdb:///path.db or postgresql://user@host:port/db")
+                raise InterfaceError(f"unknown database URL scheme {scheme!r} in {redact(url)!r}; use duckdb:///path.db or postgresql://user@host:port/db")
             _databases[url] = backend
         return backend
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, Iterator, Sequence
@@ -14,6 +15,67 @@ from tique.oracle.base import Oracle
 from tique.rewrite.params import Compiled, compile_statement
 
 _ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
+
+# Engine messages quote the statement the engine ran (tique's rewrite): DuckDB's and
+# PostgreSQL's "LINE 1: ..." with a caret line under it. Their hints name physical tables.
+_CONTEXT_LINE = re.compile(r"^\s*(LINE \d+:|\^|QUERY:|CONTEXT:)")
+_CANDIDATES = re.compile(r"^\s*Candidate bindings:")
+_HINT = re.compile(r'Did you mean "([^"]+)"\??')
+_PHYSICAL = re.compile(r"\b(\w+?)_(?:storage|cache)\b")
+
+
+def _physical_to_user(name: str) -> str:
+    """A physical table's name as the application knows it: T_storage and T_cache are T."""
+    return _PHYSICAL.sub(lambda m: m.group(1), name)
+
+
+def user_terms(message: str) -> str:
+    """An engine's message without the rewritten SQL it quotes, without candidate lists
+    and hints that name tique's columns or tables, and with T_storage/T_cache said as T."""
+    kept = []
+    for line in message.strip().splitlines():
+        if _CONTEXT_LINE.match(line) or _CANDIDATES.match(line) or not line.strip():
+            continue
+        hint = _HINT.search(line)
+        if hint:
+            suggested = _physical_to_user(hint.group(1))
+            if suggested.startswith("tq_"):
+                continue
+            line = _HINT.sub(f'Did you mean "{suggested}"?', line)
+        kept.append(_physical_to_user(line))
+    return "\n".join(kept)
+
+
+def _no_such_column(statement: str, dialect: str, column: str, qualifier: str | None) -> str:
+    """The missing column, said of the table the statement names for it."""
+    tables = _statement_tables(statement, dialect)
+    if qualifier is not None:
+        table = tables.get(qualifier.lower())
+        return f"table {table} has no column {column!r}" if table else f"{qualifier} has no column {column!r}"
+    named = sorted(set(tables.values()))
+    if len(named) == 1:
+        return f"table {named[0]} has no column {column!r}"
+    if named:
+        return f"none of the tables {', '.join(named)} has a column {column!r}"
+    return f"column {column!r} does not exist"
+
+
+def _statement_tables(statement: str, dialect: str) -> dict[str, str]:
+    """Alias or name -> table name, for each table the statement reads (CTEs aside)."""
+    from tique.planner import parse_one  # the planner imports this module
+
+    try:
+        tree = parse_one(statement, dialect)
+    except errors.Error:
+        return {}
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    found: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        if not table.name or table.name.lower() in ctes:
+            continue
+        found[table.alias_or_name.lower()] = table.name
+        found.setdefault(table.name.lower(), table.name)
+    return found
 
 
 class PlanCache:
@@ -179,8 +241,15 @@ class Backend(ABC):
         return ddl
 
     # -- errors ------------------------------------------------------------
+    # How this engine says a column or table does not exist: the named groups `column`,
+    # optionally `qualifier`, and `table`. Matched, the error is said in the statement's
+    # terms; the engine's own words would show tique's rewritten SQL and internal names.
+    missing_column: tuple[re.Pattern[str], ...] = ()
+    missing_table: tuple[re.Pattern[str], ...] = ()
+
     def translate(self, error: BaseException, statement: str) -> errors.Error:
-        """Maps a driver exception to the tique class of the same PEP 249 name."""
+        """Maps a driver exception to the tique class of the same PEP 249 name, its message
+        in the application's terms."""
         if isinstance(error, errors.Error):
             return error
         target: type[errors.Error] = errors.DatabaseError
@@ -191,9 +260,25 @@ class Backend(ABC):
         if target is errors.DatabaseError and isinstance(error, OSError):
             target = errors.OperationalError  # the engine could not be reached (PEP 249)
         target = self.refine(error, target)
-        translated = target(errors.describe(statement, f"{type(error).__name__}: {str(error).strip()}"))
+        cause = self.missing_name(error, statement) or f"{type(error).__name__}: {user_terms(str(error))}"
+        translated = target(errors.describe(statement, cause))
         translated.__cause__ = error
         return translated
+
+    def missing_name(self, error: BaseException, statement: str) -> str | None:
+        """"table accounts has no column 'nocol'" or "table 'acounts' does not exist" when
+        the engine says so, else None."""
+        text = str(error)
+        for pattern in self.missing_column:
+            found = pattern.search(text)
+            if found:
+                groups = found.groupdict()
+                return _no_such_column(statement, self.dialect, groups["column"], groups.get("qualifier"))
+        for pattern in self.missing_table:
+            found = pattern.search(text)
+            if found:
+                return f"table {_physical_to_user(found.group('table'))!r} does not exist"
+        return None
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
         return target

@@ -23,13 +23,35 @@ def database_path(url: str) -> str:
     return path
 
 
+def _open_file(url: str) -> Any:
+    """Opens the database file; a file another process holds is an OperationalError that
+    says why: DuckDB lets one process at a time open a file for writing."""
+    path = database_path(url)
+    try:
+        return duckdb.connect(path)
+    except duckdb.IOException as error:
+        cause = str(error).strip()
+        if "lock" in cause.lower():
+            holder = re.search(r"\(PID (\d+)\)", cause)
+            by = f" (PID {holder.group(1)})" if holder else ""
+            shown = re.sub(r"^/+", "/", path)
+            message = (f"DuckDB allows one process per database file, and another process{by} has {shown} open; "
+                       "close it there, or share the database through one process")
+        else:
+            message = f"cannot open DuckDB database {path}: {cause}"
+        raise errors.OperationalError(errors.describe(f"connect to {url}", message)) from error
+
+
 class DuckDBBackend(Backend):
     dialect = "duckdb"
+    missing_column = (re.compile(r'Referenced column "(?P<column>[^"]+)" not found'),
+                      re.compile(r'(?:Table|Values list) "(?P<qualifier>[^"]+)" does not have a column named "(?P<column>[^"]+)"'))
+    missing_table = (re.compile(r"Table with name (?P<table>\S+) does not exist"),)
 
     def __init__(self, url: str, **_: object) -> None:
         super().__init__()
         self.url = url
-        self._base = duckdb.connect(database_path(url))
+        self._base = _open_file(url)
         self.oracle = LocalOracle(self.insert_abort_outcome)
         # Parsed statements by text. A rewritten snapshot query is kilobytes of SQL that
         # DuckDB's parser takes over a millisecond to read (as long as the point lookup

@@ -8,6 +8,7 @@ a statement needs the other one: `minimal_fast` for point and commit-path statem
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,6 +26,18 @@ from tique.rewrite.params import Compiled
 from tique.rewrite.templates import template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession
+
+
+
+class _NoConnectLog(logging.Filter):
+    """pymonetdb logs a failed connect (without a newline of its own in captured output)
+    and then raises; tique's exception already says it, with the password hidden."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Could not connect to ")
+
+
+logging.getLogger("pymonetdb.mapi").addFilter(_NoConnectLog())
 
 PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-side
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
@@ -181,6 +194,9 @@ def _dollar_to_format(sql: str, params: Sequence[Any]) -> tuple[str, list]:
 
 class MonetDBBackend(Backend):
     dialect = "monetdb"
+    missing_column = (re.compile(r"identifier '(?P<column>[^']+)' unknown"),
+                      re.compile(r"no such column '(?:(?P<qualifier>[^'.]+)\.)?(?P<column>[^'.]+)'"))
+    missing_table = (re.compile(r"no such table '(?P<table>[^']+)'"),)
     supports_returning = False
     adopts_by_rename = True
 

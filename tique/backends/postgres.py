@@ -1,6 +1,8 @@
 """PostgreSQL through psycopg 3, with the oracle in server-side functions."""
 from __future__ import annotations
 
+import re
+
 import weakref
 from typing import Any, Sequence
 
@@ -25,6 +27,8 @@ _TYPE_NAMES = {
 
 class PostgresBackend(Backend):
     dialect = "postgres"
+    missing_column = (re.compile(r'column (?:"?(?P<qualifier>[^".\s]+)"?\.)?"?(?P<column>[^".\s]+)"? (?:of relation "[^"]+" )?does not exist'),)
+    missing_table = (re.compile(r'relation "(?P<table>[^"]+)" does not exist'),)
 
     def __init__(self, url: str, connect_timeout: float = 10.0, **_: object) -> None:
         super().__init__()

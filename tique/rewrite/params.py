@@ -7,25 +7,146 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
 USER_PREFIX = "tq_p"
 
 
-def number_qmarks(sql: str, dialect: str) -> str:
-    """Turns each `?` token (never one inside a string or comment) into `$n`, in text order."""
-    tokens = sqlglot.tokenize(sql, read=dialect)
+@dataclass(frozen=True)
+class Marked:
+    """The application's text with every parameter marker spelled `$n ` for the parser.
+
+    sqlglot reads `$1,$2` as the start of a dollar-quoted string (tag `1,`) and `?::` as
+    an operator, so each marker (`?` numbered in text order, or `$n` as written) is
+    spelled `$n` followed by a space unless whitespace already follows it. `edits` maps
+    positions in `sql` back to the application's own text, for error messages.
+    """
+
+    sql: str
+    original: str
+    edits: tuple[tuple[int, int, int, int], ...]  # (original start, end, parsed start, end) per marker
+
+    def original_offset(self, offset: int) -> int:
+        """The application's offset of `offset` in `sql`; inside a marker, the marker's start."""
+        shift = 0
+        for start, end, parsed_start, parsed_end in self.edits:
+            if offset < parsed_start:
+                break
+            if offset < parsed_end:
+                return start
+            shift = end - parsed_end
+        return offset + shift
+
+
+_IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+
+def _skip_quoted(sql: str, i: int, quote: str, backslash: bool) -> int:
+    """The index after the literal or quoted identifier starting at `i` (a doubled quote
+    stays inside; so does a backslash-escaped one in E'' strings); len(sql) if unclosed."""
+    j = i + 1
+    while j < len(sql):
+        if backslash and sql[j] == "\\":
+            j += 2
+            continue
+        if sql[j] == quote:
+            if j + 1 < len(sql) and sql[j + 1] == quote:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    return len(sql)
+
+
+def _skip_block_comment(sql: str, i: int) -> int:
+    """The index after the (nested, as in PostgreSQL and DuckDB) comment opening at `i`."""
+    depth, j = 0, i
+    while j < len(sql):
+        if sql.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif sql.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+            if depth == 0:
+                return j
+        else:
+            j += 1
+    return len(sql)
+
+
+def _dollar_quote_end(sql: str, i: int) -> int | None:
+    """The index after a dollar-quoted string `$tag$...$tag$` opening at `i`, or None if none opens there.
+    A tag is an identifier that does not start with a digit, so `$1` is always a marker."""
+    j = i + 1
+    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    if j >= len(sql) or sql[j] != "$" or (j > i + 1 and sql[i + 1].isdigit()):
+        return None
+    close = sql.find(sql[i:j + 1], j + 1)
+    return len(sql) if close < 0 else close + (j + 1 - i)
+
+
+def marker_spans(sql: str) -> list[tuple[int, int, int]]:
+    """(start, end, number) of each parameter marker outside literals, quoted identifiers
+    and comments: `?` numbered 1, 2, ... in text order, `$n` as written."""
+    spans: list[tuple[int, int, int]] = []
+    qmarks = 0
+    i = 0
+    while i < len(sql):
+        char = sql[i]
+        after_word = i > 0 and sql[i - 1] in _IDENTIFIER_CHARS
+        if char == "'":
+            i = _skip_quoted(sql, i, "'", backslash=after_word and sql[i - 1] in "eE" and (i < 2 or sql[i - 2] not in _IDENTIFIER_CHARS))
+        elif char == '"':
+            i = _skip_quoted(sql, i, '"', backslash=False)
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end
+        elif sql.startswith("/*", i):
+            i = _skip_block_comment(sql, i)
+        elif char == "?":
+            qmarks += 1
+            spans.append((i, i + 1, qmarks))
+            i += 1
+        elif char == "$" and not after_word:
+            digits = i + 1
+            while digits < len(sql) and sql[digits].isdigit():
+                digits += 1
+            if digits > i + 1:
+                spans.append((i, digits, int(sql[i + 1:digits])))
+                i = digits
+            else:
+                i = _dollar_quote_end(sql, i) or i + 1
+        else:
+            i += 1
+    return spans
+
+
+def mark_parameters(sql: str) -> Marked:
+    """The text the parser reads: every marker as `$n` and a space (see Marked)."""
+    pieces: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []
+    last = length = 0
+    for start, end, number in marker_spans(sql):
+        pieces.append(sql[last:start])
+        length += start - last
+        spelled = f"${number}" + ("" if end < len(sql) and sql[end].isspace() else " ")
+        pieces.append(spelled)
+        edits.append((start, end, length, length + len(spelled)))
+        length += len(spelled)
+        last = end
+    pieces.append(sql[last:])
+    return Marked("".join(pieces), sql, tuple(edits))
+
+
+def number_qmarks(sql: str, dialect: str | None = None) -> str:
+    """Turns each `?` marker (never one inside a literal, quoted name or comment) into `$n`,
+    in text order, for engines that read numbered markers natively."""
     pieces: list[str] = []
     last = 0
-    n = 0
-    for token in tokens:
-        if token.token_type == TokenType.PLACEHOLDER and sql[token.start:token.end + 1] == "?":
-            n += 1
-            pieces.append(sql[last:token.start])
-            pieces.append(f"${n}")
-            last = token.end + 1
+    for start, end, number in marker_spans(sql):
+        if sql[start] == "?":
+            pieces += [sql[last:start], f"${number}"]
+            last = end
     pieces.append(sql[last:])
     return "".join(pieces)
 
