@@ -19,6 +19,7 @@ from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, normalize_placeholders, number_qmarks
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, choose_formulation
+from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan as Write
 from tique.rewrite.writes import ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
 
@@ -148,7 +149,7 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
 
 
 def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
-    tree = parse_one(sql, backend.dialect)
+    tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
     except ValueError as error:

@@ -96,11 +96,13 @@ def ranged_key(table: TableDef, dialect: str) -> tuple[tuple[str, int, int], ...
     to the semi-join."""
     if table.hidden_rowid:
         return ()
+    # MonetDB keeps each integer type's minimum for NULL: no key holds it, nor may a cast make it.
+    reserved = 1 if dialect == "monetdb" else 0
     ranged = []
     for name in table.key:
         bits = _INTEGER_BITS.get(data_type(table.column(name).type_sql, dialect).this)
         if bits is not None:
-            ranged.append((name, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
+            ranged.append((name, -(2 ** (bits - 1)) + reserved, 2 ** (bits - 1) - 1))
     return tuple(ranged)
 
 
