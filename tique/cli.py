@@ -97,6 +97,13 @@ def _overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_planning(args: argparse.Namespace) -> int:
+    from tique.planbench import run
+
+    print(run(tuple(args.dialects)))
+    return 0
+
+
 def _bench_longtx(args: argparse.Namespace) -> int:
     from bench import longtx
     from bench.results import Result, now, table, write
@@ -385,6 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     lt.add_argument("--priority", choices=["on", "off", "both"], default="both", help="priority mode on the long client (tique only)")
     lt.add_argument("--out", help="write the JSON results here")
     lt.set_defaults(func=_bench_longtx)
+    planning = bench_sub.add_parser("planning", help="ms of parsing and rewriting per distinct statement text on a cold plan cache (TPC-C, CH-benCHmark), per dialect; no engine runs")
+    planning.add_argument("--dialects", nargs="+", default=["duckdb", "postgres", "monetdb"], choices=["duckdb", "postgres", "monetdb"])
+    planning.set_defaults(func=_bench_planning)
+
     packed = bench_sub.add_parser("packed", help="MonetDB: a 3-column key table with and without tique's packed key column")
     packed.add_argument("--monetdb", metavar="URL", required=True, help="monetdb://user:pw@host:port/db")
     packed.add_argument("--warehouses", type=int, default=10)

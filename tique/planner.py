@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -18,10 +18,12 @@ from sqlglot.tokens import TokenType
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.params import USER_PREFIX, Compiled, Marked, mark_parameters, normalize_placeholders
+from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, choose_formulation
-from tique.rewrite.writes import rewrite_delete, rewrite_insert, rewrite_update
+from tique.rewrite.templates import forget_positions
+from tique.rewrite.writes import WritePlan as Write
+from tique.rewrite.writes import ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
 
 
 def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
-    tree = parse_one(sql, backend.dialect)
+    tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
     except ValueError as error:
@@ -217,13 +219,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         table = lookup(name) if name else None
         if table is not None:
             write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
-            return WritePlan(
-                table,
-                tuple(backend.compile(i) for i in write.inserts),
-                backend.compile(write.validation) if write.validation is not None else None,
-                backend.compile(write.undo),
-                params,
-            )
+            return _write_plan(tree, write, backend, params)
 
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
@@ -237,3 +233,47 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
     return NativePlan(backend.compile(tree), params)
+
+
+def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
+    """What `build` makes, made once per backend: the parts of write plans that depend on
+    a table's shape only, not on the statement."""
+    found = backend.shared_plans.get(key)
+    if found is None:
+        found = build()
+        backend.shared_plans.put(key, found)
+    return found
+
+
+def _key_check(backend: Backend, write: Write) -> Compiled | None:
+    """The table's key check, compiled once per table (and whether ranged); an INSERT ...
+    VALUES binds the range of its keys to it per call (KeyCheck)."""
+    if not write.checks_keys:
+        return None
+    table, ranged = write.table, write.written_keys is not None
+    check = _shared(backend, ("key check", table, ranged),
+                    lambda: backend.compile(validation(table, backend.key_hash, backend.dialect, ranged=ranged)))
+    if not ranged:
+        return check
+    assert write.written_keys is not None
+    ranges = tuple((low, high) for _, low, high in ranged_key(table, backend.dialect))
+    return KeyCheck(check.sql, check.names, write.written_keys, ranges)
+
+
+def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int) -> WritePlan:
+    table = write.table
+    if write.repeat is not None:
+        rows, width = write.repeat
+        assert isinstance(tree, exp.Insert) and len(write.inserts) == 1
+        first = tree.expression.expressions[0]
+        listed = tuple(c.sql() for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+        defaults = tuple(c.default.sql() if c.default is not None else None for c in table.columns)
+        # Statements that differ only in how many rows of one shape they insert share one
+        # compiled template: only the rows' text is repeated for each row count.
+        template = _shared(backend, ("insert rows", table, defaults, listed, first.sql()),
+                           lambda: backend.compile_rows(write.inserts[0], width))
+        inserts: tuple[Compiled, ...] = (template.expand(rows),)
+    else:
+        inserts = tuple(backend.compile(i) for i in write.inserts)
+    return WritePlan(table, inserts, _key_check(backend, write),
+                     _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params)

@@ -12,7 +12,7 @@ from sqlglot import exp
 from tique import errors
 from tique.catalog import PACKED, TableDef, parse_catalog_row, with_packed_key
 from tique.oracle.base import Oracle
-from tique.rewrite.params import Compiled, compile_statement
+from tique.rewrite.params import ROWS, Compiled, RowTemplate, compile_statement, dollar_markers, render_marked
 
 _ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
 
@@ -187,6 +187,12 @@ class Backend(ABC):
     def compile(self, tree: exp.Expression) -> Compiled:
         return compile_statement(tree, self.dialect, self.param_node)
 
+    def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
+        """An INSERT over one VALUES row (aliased tq_new) as a template for any number of
+        rows of that shape, each taking `width` of the application's parameters."""
+        head, row = split_rows(tree)
+        return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, dollar_markers)
+
     @abstractmethod
     def metadata_script(self) -> str: ...
 
@@ -305,3 +311,14 @@ class Backend(ABC):
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:
         self.execute(raw, "INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, FALSE) ON CONFLICT (cts) DO NOTHING", [cts, txid])
 
+
+
+def split_rows(tree: exp.Insert) -> tuple[exp.Insert, exp.Tuple]:
+    """(a copy of `tree` with ROWS for its tq_new VALUES rows, the first of those rows)."""
+    from tique.rewrite.writes import NEW
+
+    head = tree.copy()
+    values = next(v for v in head.find_all(exp.Values) if v.alias == NEW)
+    row = values.expressions[0]
+    values.set("expressions", [ROWS.copy()])
+    return head, row

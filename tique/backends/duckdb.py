@@ -12,7 +12,7 @@ from sqlglot import exp
 from tique import errors
 from tique.backends.base import Backend, PlanCache
 from tique.oracle.local import LocalOracle
-from tique.rewrite.templates import template_text
+from tique.rewrite.templates import data_type, template_text
 from tique.session import Session
 
 
@@ -117,7 +117,7 @@ class DuckDBBackend(Backend):
 
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
         hashed = exp.Anonymous(this="hash", expressions=[exp.Literal.string(table_name), *keys])
-        return exp.cast(exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(1)), "BIGINT")
+        return exp.cast(exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(1)), data_type("BIGINT"))
 
     def metadata_script(self) -> str:
         return template_text("duckdb/metadata.sql")

@@ -20,10 +20,10 @@ from sqlglot import exp
 
 import tique.dialects.monetdb  # noqa: F401  (registers the dialect)
 from tique import errors
-from tique.backends.base import Backend
+from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
-from tique.rewrite.params import Compiled
-from tique.rewrite.templates import template_text
+from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
+from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession
 
@@ -405,30 +405,45 @@ class MonetDBBackend(Backend):
 
     def compile(self, tree: exp.Expression) -> Compiled:
         """pymonetdb binds %s markers in text order, so the names follow the rendered text."""
-        tree = tree.copy()
-        _type_text_values(tree)
-        plain = _over_storage(tree)
+        tree = _type_text_values(tree)
         compiled = self._render(tree)
+        plain = _over_storage(tree)
         if plain is not None:
             rendered = self._render(plain)
             text = FormatSQL(compiled.sql)
             text.naming = Naming(rendered.sql, rendered.names, compiled.names)
             compiled = Compiled(text, compiled.names)
-        if isinstance(tree, exp.Insert) and tree.expression is not None and tree.expression.find(exp.Table) is None:
+        if _direct(tree):
             compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
 
+    def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
+        tree = _type_text_values(tree)
+        direct = _direct(tree)
+        head, row = split_rows(tree)
+
+        def finish(marked: str) -> Compiled:
+            compiled = _format_markers(marked)
+            compiled.sql.direct = direct  # type: ignore[attr-defined]
+            return compiled
+
+        return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
+
     def _render(self, tree: exp.Expression) -> Compiled:
-        for node in list(tree.find_all(exp.Placeholder)):
-            node.replace(exp.column(f"__tqp_{node.this}__"))
-        text = tree.sql(self.dialect).replace("%", "%%")
-        names = tuple(_TOKEN.findall(text))
-        return Compiled(FormatSQL(_TOKEN.sub("%s", text)), names)
+        try:
+            return _format_markers(render_marked(tree, self.dialect))
+        except ValueError:  # the mark character in the statement: replace the placeholder nodes
+            tree = tree.copy()
+            for node in list(tree.find_all(exp.Placeholder)):
+                node.replace(exp.column(f"__tqp_{node.this}__"))
+            text = tree.sql(self.dialect).replace("%", "%%")
+            names = tuple(_TOKEN.findall(text))
+            return Compiled(FormatSQL(_TOKEN.sub("%s", text)), names)
 
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
         parts: exp.Expression = exp.Literal.string(table_name)
         for k in keys:
-            parts = exp.DPipe(this=exp.DPipe(this=parts, expression=exp.Literal.string("|")), expression=exp.cast(k, "TEXT"))
+            parts = exp.DPipe(this=exp.DPipe(this=parts, expression=exp.Literal.string("|")), expression=exp.cast(k, data_type("TEXT")))
         return exp.Anonymous(this="tq_hash", expressions=[parts])
 
     def metadata_script(self) -> str:
@@ -552,31 +567,65 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
     storage table: the query the application wrote, in shape (see Naming)."""
     if not isinstance(tree, exp.Query):
         return None
-    plain = tree.copy()
-    snapshots = [node for node in plain.find_all(exp.Subquery) if _is_snapshot(node)]
-    for node in snapshots:
+    swaps = []
+    for node in tree.find_all(exp.Subquery):
+        if not _is_snapshot(node):
+            continue
         storage = {t.name for t in node.find_all(exp.Table) if t.name.endswith("_storage")}
         if len(storage) != 1:
             return None
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
         projection = projection.from_(exp.Table(this=exp.to_identifier(storage.pop(), quoted=True)))
-        node.replace(exp.Subquery(this=projection, alias=node.args["alias"].copy()))
-    return plain if snapshots else None
+        swaps.append((node, exp.Subquery(this=projection, alias=node.args["alias"].copy())))
+    if not swaps:
+        return None
+    # The snapshots are most of the tree: swap them out, copy what is left, swap them back.
+    for node, plain_node in swaps:
+        node.replace(plain_node)
+    try:
+        return tree.copy()
+    finally:
+        for node, plain_node in swaps:
+            plain_node.replace(node)
 
 
-def _type_text_values(tree: exp.Expression) -> None:
+def _type_text_values(tree: exp.Expression) -> exp.Expression:
     """MonetDB types each column of a VALUES derived table by its first row, so a NULL
     there (or a parameter, which pymonetdb may bind as NULL) makes it a number and a
     later string fails to convert. The rewriter casts every bare value of the rows it
     builds (tq_new) to its column's type except in text columns; those get TEXT, which
-    truncates nothing (the cache's VARCHAR(n) still rejects an over-long value)."""
+    truncates nothing (the cache's VARCHAR(n) still rejects an over-long value).
+    Returns `tree` itself when it has no such values, else a changed copy."""
+    if not any(v.alias == NEW for v in tree.find_all(exp.Values)):
+        return tree
+    tree = tree.copy()
     for values in tree.find_all(exp.Values):
         if values.alias != NEW:
             continue
         for row in values.expressions:
             for value in list(row.expressions):
                 if isinstance(value, (exp.Placeholder, exp.Null)):
-                    value.replace(exp.cast(value.copy(), exp.DataType.build("TEXT")))
+                    value.replace(exp.cast(value.copy(), _TEXT.copy()))
+    return tree
+
+
+_TEXT = exp.DataType.build("TEXT")
+
+
+def _direct(tree: exp.Expression) -> bool:
+    """An INSERT whose rows come from no table (see FormatSQL.direct)."""
+    return isinstance(tree, exp.Insert) and tree.expression is not None and tree.expression.find(exp.Table) is None
+
+
+def _format_markers(marked: str) -> Compiled:
+    """Marks become pymonetdb's %s, one per occurrence in text order; a literal % doubles."""
+    names: list[str] = []
+
+    def marker(found: re.Match[str]) -> str:
+        names.append(found.group(1))
+        return "%s"
+
+    return Compiled(FormatSQL(MARKED.sub(marker, marked.replace("%", "%%"))), tuple(names))
 
 
 def _split(script: str) -> list[str]:

@@ -12,7 +12,7 @@ from sqlglot import exp
 from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.oracle.postgres import PostgresOracle
-from tique.rewrite.templates import template_text
+from tique.rewrite.templates import data_type, template_text
 from tique.session import Session
 
 
@@ -111,7 +111,7 @@ class PostgresBackend(Backend):
         return exp.Parameter(this=exp.Literal.number(n))
 
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
-        parts = [exp.Literal.string("|"), exp.Literal.string(table_name), *[exp.cast(k, "TEXT") for k in keys]]
+        parts = [exp.Literal.string("|"), exp.Literal.string(table_name), *[exp.cast(k, data_type("TEXT")) for k in keys]]
         return exp.Anonymous(this="hashtextextended", expressions=[exp.Anonymous(this="concat_ws", expressions=parts), exp.Literal.number(0)])
 
     def metadata_script(self) -> str:

@@ -5,9 +5,13 @@ statement text is parsed and rewritten once and its SQL text never holds a value
 """
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 USER_PREFIX = "tq_p"
 
@@ -188,8 +192,94 @@ class Compiled:
         return out
 
 
+@dataclass(frozen=True)
+class KeyCheck(Compiled):
+    """A primary-key check whose text serves every INSERT ... VALUES into its table: the
+    range of each integer key column's written values (tq_lo_i, tq_hi_i) is bound per
+    call, from the application's values. `keys` holds each row's sources of those values
+    (a parameter number, a literal's value in a 1-tuple, or None: known only to the
+    engine); `ranges` each column's whole range, bound when a value is not a plain int
+    (the engine casts it, so only the type's range is sure to hold it)."""
+
+    keys: tuple[tuple[Any, ...], ...] = ()
+    ranges: tuple[tuple[int, int], ...] = ()
+
+    def values(self, user: tuple | list, context: dict[str, int]) -> list:
+        bound = dict(context)
+        for i, (low, high) in enumerate(self.ranges):
+            found: list[int] | None = []
+            for row in self.keys:
+                source = row[i]
+                value = user[source - 1] if type(source) is int else source[0] if source is not None else None
+                if type(value) is not int:
+                    found = None
+                    break
+                found.append(value)
+            bound[f"tq_lo_{i}"] = max(min(found), low) if found else low
+            bound[f"tq_hi_{i}"] = min(max(found), high) if found else high
+        return super().values(user, bound)
+
+
+# Rendering writes each named placeholder as MARK name MARK; the marks become the engine's
+# markers afterwards, by text position. One rendering serves every engine's marker style,
+# and no placeholder node has to be replaced (which would mean copying the whole tree).
+MARK = "\x1f"
+MARKED = re.compile(MARK + r"([A-Za-z_][A-Za-z0-9_]*)" + MARK)
+
+
+@functools.cache
+def _marking_generator(dialect: str) -> type:
+    """The dialect's generator, rendering placeholders as marks."""
+    d = Dialect.get_or_raise(dialect)
+    base = d.generator_class
+
+    def mark(self, node: exp.Placeholder) -> str:
+        self.tq_marks += 1
+        return f"{MARK}{node.this}{MARK}"
+
+    transforms = {**base.TRANSFORMS, exp.Placeholder: mark}
+    return type(f"Marking{base.__name__}", (base,), {"TRANSFORMS": transforms, "tq_marks": 0})
+
+
+def render_marked(tree: exp.Expression, dialect: str) -> str:
+    """`tree` as SQL of `dialect`, its placeholders as marks. The generator may rewrite
+    the tree it renders (dialect transforms), so it renders a copy: one copy, where
+    `Expression.sql` would make its own on top of any the caller made."""
+    generator = _marking_generator(dialect)(dialect=Dialect.get_or_raise(dialect))
+    text = generator.generate(tree.copy(), copy=False)
+    if text.count(MARK) != 2 * (generator.tq_marks + text.count(ROWS.name)):
+        # The application's own text held the mark character (in a string literal): mark
+        # nothing then, and let the slow path replace the placeholder nodes instead.
+        raise ValueError("mark character in statement text")
+    return text
+
+
+def dollar_markers(marked: str) -> Compiled:
+    """Marks become `$n`, numbered by each name's first appearance (DuckDB, PostgreSQL)."""
+    names: list[str] = []
+
+    def number(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return Compiled(MARKED.sub(number, marked), tuple(names))
+
+
+def shift_user_params(marked: str, offset: int) -> str:
+    """Renumbers the application's parameters in marked text by `offset` (a repeated VALUES row)."""
+    return MARKED.sub(lambda m: f"{MARK}{USER_PREFIX}{int(m.group(1)[len(USER_PREFIX):]) + offset}{MARK}"
+                       if m.group(1).startswith(USER_PREFIX) else m.group(0), marked)
+
+
 def compile_statement(tree: exp.Expression, dialect: str, param_node) -> Compiled:
-    """Renders a tree for an engine; `param_node(n)` builds the engine's n-th positional marker."""
+    """Renders a tree for an engine with `$n` markers; `param_node(n)` builds the engine's
+    n-th positional marker where the text cannot be marked."""
+    try:
+        return dollar_markers(render_marked(tree, dialect))
+    except ValueError:
+        pass
     tree = tree.copy()
     names: list[str] = []
     for node in list(tree.find_all(exp.Placeholder)):
@@ -198,3 +288,22 @@ def compile_statement(tree: exp.Expression, dialect: str, param_node) -> Compile
             names.append(name)
         node.replace(param_node(names.index(name) + 1))
     return Compiled(tree.sql(dialect), tuple(names))
+
+
+ROWS = exp.Var(this=f"{MARK}rows{MARK}")  # stands for the VALUES rows in a RowTemplate's head
+
+
+@dataclass(frozen=True)
+class RowTemplate:
+    """An INSERT whose VALUES rows all have one shape, compiled once for any row count:
+    marked text with ROWS where the rows go, one row's marked text, and how many of the
+    application's parameters a row takes. `finish` turns marked text into the engine's."""
+
+    head: str
+    row: str
+    width: int
+    finish: Callable[[str], Compiled]
+
+    def expand(self, rows: int) -> Compiled:
+        body = ", ".join(shift_user_params(self.row, k * self.width) if k else self.row for k in range(rows))
+        return self.finish(self.head.replace(ROWS.name, body, 1))

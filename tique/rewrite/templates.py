@@ -39,14 +39,32 @@ def template_text(name: str) -> str:
 @functools.cache
 def _parsed(name: str) -> tuple[exp.Expression, ...]:
     trees = tuple(t for t in sqlglot.parse(template_text(name), read=TEMPLATE_DIALECT) if t is not None)
-    for tree in trees:  # the comments document the files; they would only bloat every statement
-        for node in tree.walk():
+    for tree in trees:
+        forget_positions(tree)
+        for node in tree.walk():  # the comments document the files; they would only bloat every statement
             node.comments = None
     return trees
 
 
+def forget_positions(tree: exp.Expression) -> exp.Expression:
+    """Drops the source positions the parser records on identifiers and literals (their
+    `meta`): nothing after parsing reads them, and copying a tree deep-copies each one,
+    which made them most of the cost of every copy of a snapshot."""
+    for node in tree.walk():
+        if node._meta is not None:
+            node._meta = None
+    return tree
+
+
 def template(name: str) -> list[exp.Expression]:
     return [t.copy() for t in _parsed(name)]
+
+
+@functools.lru_cache(maxsize=256)
+def data_type(type_sql: str, dialect: str | None = None) -> exp.DataType:
+    """A type parsed once (sqlglot parses a type's text on every build); cast with it,
+    as exp.cast copies it. Unreadable types come back as user-defined ones."""
+    return exp.DataType.build(type_sql, dialect=dialect, udt=True)
 
 
 def quoted(name: str) -> exp.Identifier:
@@ -72,7 +90,7 @@ def packed_key(table: TableDef, values: list[exp.Expression]) -> exp.Expression:
     is exact and fits 128 bits (see catalog.with_packed_key)."""
     bits = table.packed_bits
     assert len(values) == len(bits)
-    wide = exp.DataType.build("INT128")
+    wide = data_type("INT128")
     packed: exp.Expression = exp.cast(values[0].copy(), wide)
     for value, width in zip(values[1:], bits[1:]):
         shifted = exp.Paren(this=exp.Add(this=exp.cast(value.copy(), wide), expression=exp.Literal.number(2 ** (width - 1))))
@@ -124,4 +142,12 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
 
 def table_template(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
                    carried: tuple[str, ...] | None = None) -> list[exp.Expression]:
-    return [expand(t, table, columns, key_hash, carried) for t in template(name)]
+    return [t.copy() for t in _expanded(name, table, columns, key_hash, carried)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _expanded(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
+              carried: tuple[str, ...] | None) -> tuple[exp.Expression, ...]:
+    """Expanded once per table shape and projection: every statement over a table reads
+    the same few snapshots, and expanding one walks and rebuilds the whole template."""
+    return tuple(expand(t, table, columns, key_hash, carried) for t in template(name))

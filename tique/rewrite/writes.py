@@ -14,24 +14,33 @@ from tique.catalog import PACKED, ROWID, TableDef, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.reads import Lookup, replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
-from tique.rewrite.templates import KeyHash, column, packed_key, quoted
+from tique.rewrite.params import USER_PREFIX
+from tique.rewrite.templates import KeyHash, column, data_type, packed_key, quoted
 
 NEW = "tq_new"
 
 
 @dataclass(frozen=True)
 class WritePlan:
-    """The cache inserts of one write, which of them yields the rowcount, and its checks."""
+    """The cache inserts of one write, which of them yields the rowcount, and its checks.
+    The key check and the undo are the same for every write to a table (see validation
+    and undo), so the planner compiles them once per table."""
 
     table: TableDef
     inserts: tuple[exp.Expression, ...]
     rowcount_index: int
-    validation: exp.Expression | None
-    undo: exp.Expression
+    checks_keys: bool  # writes new keys: needs the key check
+    # INSERT ... VALUES: where each row's integer key values come from (see KeyCheck), so
+    # the key check can be narrowed to the keys written; None for other writes.
+    written_keys: "tuple[tuple[KeySource, ...], ...] | None" = None
+    # (rows, width): the insert's VALUES holds the statement's first row only, and the
+    # statement is that row `rows` times, each next one taking the next `width` of the
+    # application's parameters (see same_shape); None when it holds every row.
+    repeat: tuple[int, int] | None = None
 
 
 def _param(name: str, type_: str = "BIGINT") -> exp.Expression:
-    return exp.cast(exp.Placeholder(this=name), type_)
+    return exp.cast(exp.Placeholder(this=name), data_type(type_))
 
 
 def _metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
@@ -48,7 +57,7 @@ def _rowid_default(table: TableDef) -> exp.Expression:
     return exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)])
 
 
-def _undo(table: TableDef) -> exp.Expression:
+def undo(table: TableDef) -> exp.Expression:
     return exp.delete(exp.Table(this=quoted(table.cache))).where(
         exp.and_(
             exp.EQ(this=column("tq_txid"), expression=_param("tq_txid")),
@@ -72,68 +81,91 @@ def _count(query: exp.Select) -> exp.Subquery:
     return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted")))))
 
 
-def _is_bound_value(node: exp.Expression) -> bool:
-    """A parameter or a literal, possibly cast: a key value known before the statement runs."""
-    while isinstance(node, (exp.Cast, exp.Alias, exp.Neg, exp.Paren)):
-        node = node.this
-    return isinstance(node, (exp.Placeholder, exp.Literal))
+# Where a written key value comes from: the application's n-th parameter (an int), a
+# literal's value (in a 1-tuple), or an expression whose value is known only to the engine.
+KeySource = "int | tuple[object] | None"
+
+_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                 exp.DataType.Type.BIGINT: 64}
 
 
-def _written_key_filter(table: TableDef, side: str, keys: list[list[exp.Expression]], storage: bool) -> exp.Expression | None:
-    """A filter keeping `side`'s rows whose key is one of `keys` (each in key order),
-    applied before anything is ranked; the semi-join beside it keeps the check exact.
-    None where the semi-join alone does better: a packed table's storage, where MonetDB
-    would compare every row's 128-bit packed key once per listed value (ten passes over
-    4.8M rows for an order's lines), while the semi-join makes one."""
-    if table.packed:
-        if storage:
+def ranged_key(table: TableDef, dialect: str) -> tuple[tuple[str, int, int], ...]:
+    """The integer key columns, each with its type's whole range: the columns a key check
+    narrows by the range of the values a statement writes. Integers compare the same in
+    Python and in every engine; text would not (collations), so other columns are left
+    to the semi-join."""
+    if table.hidden_rowid:
+        return ()
+    # MonetDB keeps each integer type's minimum for NULL: no key holds it, nor may a cast make it.
+    reserved = 1 if dialect == "monetdb" else 0
+    ranged = []
+    for name in table.key:
+        bits = _INTEGER_BITS.get(data_type(table.column(name).type_sql, dialect).this)
+        if bits is not None:
+            ranged.append((name, -(2 ** (bits - 1)) + reserved, 2 ** (bits - 1) - 1))
+    return tuple(ranged)
+
+
+def _key_source(value: exp.Expression) -> "KeySource":
+    # A cast to an integer type keeps an integer's value (or fails the insert).
+    while isinstance(value, exp.Paren) or (isinstance(value, exp.Cast) and value.to.this in _INTEGER_BITS):
+        value = value.this
+    if isinstance(value, exp.Placeholder) and str(value.this).startswith(USER_PREFIX):
+        return int(str(value.this)[len(USER_PREFIX):])
+    if isinstance(value, exp.Literal) and not value.is_string:
+        try:
+            return (int(value.this),)
+        except ValueError:
             return None
-        packed = [packed_key(table, k) for k in keys]
-        target = column(PACKED, side)
-        return exp.EQ(this=target, expression=packed[0]) if len(packed) == 1 else exp.In(this=target, expressions=packed)
-    if len(table.key) == 1:
-        values = [k[0].copy() for k in keys]
-        target = column(table.key[0], side)
-        return exp.EQ(this=target, expression=values[0]) if len(values) == 1 else exp.In(this=target, expressions=values)
-    rows = [exp.and_(*[exp.EQ(this=column(name, side), expression=v.copy()) for name, v in zip(table.key, k)]) for k in keys]
-    return exp.or_(*rows) if len(rows) > 1 else rows[0]
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
+        try:
+            return (-int(value.this.this),)
+        except ValueError:
+            return None
+    return None
 
 
-def _known_keys(table: TableDef, listed: list[str], rows: list[exp.Tuple], dialect: str) -> list[list[exp.Expression]] | None:
-    """Each VALUES row's key values in key order, typed as the cache will hold them, when
-    all of them are parameters or literals; otherwise None."""
-    if table.hidden_rowid or not all(k in listed for k in table.key):
+def written_key_sources(table: TableDef, listed: list[str], rows: list[exp.Tuple], dialect: str) -> "tuple[tuple[KeySource, ...], ...] | None":
+    """Each VALUES row's ranged key values (see ranged_key), as KeySources; None when the
+    table has no such column or the statement leaves one to its default."""
+    ranged = ranged_key(table, dialect)
+    if not ranged or not all(name in listed for name, _, _ in ranged):
         return None
-    keyed: list[list[exp.Expression]] = []
-    for row in rows:
-        values = []
-        for name in table.key:
-            value = row.expressions[listed.index(name)]
-            if not _is_bound_value(value):
-                return None
-            if isinstance(value, exp.Placeholder):
-                # Left bare only in a text column (see _typed); a comparison needs its type
-                # fixed, or PostgreSQL may deduce two types for one parameter.
-                try:
-                    kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect, udt=True)
-                except Exception:  # a type sqlglot cannot read: no filter, the semi-join alone
-                    return None
-                if not kind.is_type(*exp.DataType.TEXT_TYPES):
-                    return None
-                value = exp.cast(value.copy(), exp.DataType.build("TEXT"))
-            values.append(value)
-        keyed.append(values)
-    return keyed
+    positions = [listed.index(name) for name, _, _ in ranged]
+    return tuple(tuple(_key_source(row.expressions[i]) for i in positions) for row in rows)
 
 
-def validation(table: TableDef, key_hash: KeyHash, written_keys: list[list[exp.Expression]] | None = None) -> exp.Expression | None:
+def _bound(name: str) -> exp.Expression:
+    return exp.Placeholder(this=name)
+
+
+def _range_filter(table: TableDef, side: str, ranged: tuple[tuple[str, int, int], ...], storage: bool, dialect: str) -> exp.Expression | None:
+    """A filter keeping `side`'s rows whose ranged key columns lie within the bounds of the
+    keys written (parameters tq_lo_i, tq_hi_i, computed per call by KeyCheck), applied
+    before anything is ranked; the semi-join beside it keeps the check exact. One text
+    for any number of rows. A packed table filters its cache by the packed key, which
+    orders keys as the columns do; its storage is left to the semi-join alone, as MonetDB
+    would compare every row's 128-bit packed key."""
+    casts = [(name, exp.cast(_bound(f"tq_lo_{i}"), data_type(table.column(name).type_sql, dialect)),
+              exp.cast(_bound(f"tq_hi_{i}"), data_type(table.column(name).type_sql, dialect)))
+             for i, (name, _, _) in enumerate(ranged)]
+    if table.packed:
+        if storage or len(ranged) != len(table.key):
+            return None
+        return exp.Between(this=column(PACKED, side), low=packed_key(table, [lo for _, lo, _ in casts]),
+                           high=packed_key(table, [hi for _, _, hi in casts]))
+    return exp.and_(*[exp.Between(this=column(name, side), low=lo, high=hi) for name, lo, hi in casts])
+
+
+def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, ranged: bool = False) -> exp.Expression | None:
     """One query counting (duplicate keys written, keys already present) for a statement
-    that writes new keys. NOT NULL needs no query: the cache columns carry it.
+    that writes new keys: it reads the rows the statement wrote (by transaction and
+    sequence number), so one text serves every statement writing the table. NOT NULL
+    needs no query: the cache columns carry it.
 
-    `written_keys`, when the statement's key values are all known up front (INSERT ...
-    VALUES of parameters and literals), are those values row by row in key order: each
-    branch is then also filtered by them directly, which an engine evaluates far more
-    cheaply than the semi-join against the cache that keeps the check exact."""
+    `ranged` also filters each branch by the range of the integer key values written
+    (see _range_filter), which engines evaluate far more cheaply than the semi-join
+    against the written rows that keeps the check exact."""
     if table.hidden_rowid:
         return None
     grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
@@ -145,6 +177,7 @@ def validation(table: TableDef, key_hash: KeyHash, written_keys: list[list[exp.E
     for p in before.find_all(exp.Placeholder):
         if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
             p.set("this", "tq_seq_write")
+    bounds = ranged_key(table, dialect or "") if ranged else ()
     # Only the written keys' versions are ranked: without this semi-join in each branch the
     # engine would rank the whole table, as the key it looks up comes from a correlated
     # reference that no optimizer pushes below a window.
@@ -155,9 +188,9 @@ def validation(table: TableDef, key_hash: KeyHash, written_keys: list[list[exp.E
             side = ref.alias_or_name
             written = _written_rows(table, "w").select(exp.Literal.number(1), append=False).where(
                 exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key]))
-            known = _written_key_filter(table, side, written_keys, storage=ref.name == table.storage) if written_keys else None
-            if known is not None:
-                branch.where(known, copy=False)
+            narrowed = _range_filter(table, side, bounds, ref.name == table.storage, dialect or "") if bounds else None
+            if narrowed is not None:
+                branch.where(narrowed, copy=False)
             branch.where(exp.Exists(this=written), copy=False)
     present = exp.Exists(this=exp.select(exp.Literal.number(1))
                          .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
@@ -165,6 +198,42 @@ def validation(table: TableDef, key_hash: KeyHash, written_keys: list[list[exp.E
     existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
                       .where(exp.not_(column("tq_deleted", "n"))).where(present))
     return exp.select(exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"))
+
+
+def _placeholder_index(node: exp.Placeholder) -> int | None:
+    name = str(node.this)
+    return int(name[len(USER_PREFIX):]) if name.startswith(USER_PREFIX) else None
+
+
+def _same_shape(a: object, b: object, shift: int) -> bool:
+    """Whether `b` is `a` with each of the application's parameters n replaced by n + shift."""
+    if isinstance(a, exp.Expression):
+        if type(a) is not type(b):
+            return False
+        assert isinstance(b, exp.Expression)
+        if isinstance(a, exp.Placeholder):
+            first, other = _placeholder_index(a), _placeholder_index(b)
+            return first is not None and other == first + shift
+        a_args = {k: v for k, v in a.args.items() if v is not None and v != []}
+        b_args = {k: v for k, v in b.args.items() if v is not None and v != []}
+        return a_args.keys() == b_args.keys() and all(_same_shape(v, b_args[k], shift) for k, v in a_args.items())
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same_shape(x, y, shift) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def row_width(rows: list[exp.Tuple]) -> int | None:
+    """How many of the application's parameters each row takes when every row is the
+    first with its parameters shifted by that many per row (`(?, ?), (?, ?)`); None when
+    the rows differ otherwise, or hold a query (which the rewrite must see row by row)."""
+    first = rows[0]
+    if any(isinstance(node, (exp.Query, exp.Table)) for row in rows for node in row.walk()):
+        return None
+    indexes = [i for i in (_placeholder_index(p) for p in first.find_all(exp.Placeholder)) if i is not None]
+    width = max(indexes) - min(indexes) + 1 if indexes else 0
+    if all(_same_shape(first, row, k * width) for k, row in enumerate(rows[1:], start=1)):
+        return width
+    return None
 
 
 def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, text_parameters: bool = False) -> exp.Expression:
@@ -180,13 +249,13 @@ def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, t
     if not isinstance(bare, (exp.Placeholder, exp.Null)) and not (isinstance(bare, exp.Literal) and bare.is_string):
         return value
     try:
-        kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect, udt=True)
+        kind = data_type(table.column(name).type_sql, dialect)
     except Exception:  # a type sqlglot cannot read: leave the value to the engine
         return value
     if kind.is_type(*exp.DataType.TEXT_TYPES):
         if isinstance(bare, exp.Placeholder) and text_parameters:
             # Fixes the parameter's type as text where it could otherwise be read two ways.
-            cast = exp.cast(bare.copy(), exp.DataType.build("TEXT"))
+            cast = exp.cast(bare.copy(), data_type("TEXT"))
             return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
         return value
     cast = exp.cast(bare.copy(), kind)
@@ -207,15 +276,21 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
         raise ProgrammingError(describe(statement, f"table {table.name} has no column {unknown[0]!r}"))
     source = tree.expression
     width = len(listed)
-    written_keys: list[list[exp.Expression]] | None = None
+    written_keys = None
+    repeat = None
     if isinstance(source, exp.Values):
         for row in source.expressions:
             if len(row.expressions) != width:
                 raise ProgrammingError(describe(statement, f"INSERT has {len(row.expressions)} values for {width} columns"))
-        rows = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in source.expressions]
-        written_keys = _known_keys(table, listed, rows, dialect)
-        derived: exp.Expression = exp.Values(expressions=rows, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
-        derived = replace_tables(derived, lookup, formulation, key_hash)
+        rows = list(source.expressions)
+        written_keys = written_key_sources(table, listed, rows, dialect)
+        shift = row_width(rows)
+        if shift is not None:  # rows of one shape: rewrite the first, repeat it when compiling
+            repeat, rows = (len(rows), shift), rows[:1]
+        typed = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in rows]
+        derived: exp.Expression = exp.Values(expressions=typed, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
+        if repeat is None:
+            derived = replace_tables(derived, lookup, formulation, key_hash)
     elif isinstance(source, exp.Query):
         query = replace_tables(source.copy(), lookup, formulation, key_hash)
         if isinstance(query, exp.Select) and len(query.expressions) == width:
@@ -238,7 +313,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
     if table.packed:
         projections.append(packed_key(table, [column(k, NEW) for k in table.key]))
     select = exp.select(*projections, *_metadata("tq_seq_write", False)).from_(derived)
-    return WritePlan(table, (_cache_insert(table, select),), 0, validation(table, key_hash, written_keys), _undo(table))
+    return WritePlan(table, (_cache_insert(table, select),), 0, not table.hidden_rowid, written_keys, repeat)
 
 
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
@@ -287,7 +362,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
         inserts.append(_cache_insert(table, tombstones))
     inserts.append(_cache_insert(table, source.select(*new_values, *_metadata("tq_seq_write", False))))
-    return WritePlan(table, tuple(inserts), 0, validation(table, key_hash) if moves_key else None, _undo(table))
+    return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid)
 
 
 def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -296,4 +371,4 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulatio
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
     select = source.select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_write", True))
-    return WritePlan(table, (_cache_insert(table, select),), 0, None, _undo(table))
+    return WritePlan(table, (_cache_insert(table, select),), 0, False)
