@@ -104,8 +104,10 @@ def test_duplicate_within_the_statement_fails_it_whole(connect: Connect, count: 
         run(conn, insert(count), params)
     message = str(raised.value)
     assert "lines" in message and "w_id, o_id, number" in message
-    assert rows(conn, "SELECT count(*) FROM lines") == [(0,)]
-    run(conn, insert(count), values(1, count))  # the transaction goes on; nothing was half-written
+    assert conn.transaction_failed  # as natively, the failed statement aborted its transaction
+    conn.rollback()
+    assert rows(conn, "SELECT count(*) FROM lines") == [(0,)]  # nothing was half-written
+    run(conn, insert(count), values(1, count))
     conn.commit()
     assert rows(conn, "SELECT count(*) FROM lines") == [(count,)]
 
@@ -127,6 +129,8 @@ def test_duplicate_of_an_existing_row_fails(connect: Connect, count: int) -> Non
     run(conn, insert(count), values(8, count, warehouse=3))
     with pytest.raises(tique.IntegrityError):
         run(conn, insert(1), values(8, 1, warehouse=3))
+    conn.rollback()
+    run(conn, insert(count), values(8, count, warehouse=3))
     conn.commit()
     assert rows(conn, "SELECT count(*) FROM lines") == [(17 + count,)]
 
@@ -155,6 +159,7 @@ def test_not_null_still_fails_a_repeated_row(connect: Connect) -> None:
     with pytest.raises(tique.IntegrityError) as raised:
         run(conn, "INSERT INTO n VALUES (?, ?), (?, ?), (?, ?)", (1, 1, 2, None, 3, 3))
     assert "v" in str(raised.value)
+    conn.rollback()
     run(conn, "INSERT INTO n VALUES (?, ?), (?, ?)", (1, 1, 2, 2))
     conn.commit()
     assert rows(conn, "SELECT id, v FROM n ORDER BY id") == [(1, 1), (2, 2)]

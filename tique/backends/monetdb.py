@@ -299,6 +299,8 @@ class MonetDBBackend(Backend):
             except pymonetdb.exceptions.Error:
                 # e.g. a table it used was dropped; a failed statement drops all of them
                 raw.prepared.clear()
+                if raw.in_transaction:
+                    raise  # the failure aborted the engine transaction: no second try in it
                 cur = raw.cursor()
         cur.execute(text, values)
         return cur

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import re
 
+import contextlib
 import weakref
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import psycopg
 from sqlglot import exp
@@ -15,6 +16,8 @@ from tique.oracle.postgres import PostgresOracle
 from tique.rewrite.templates import data_type, template_text
 from tique.session import Session
 
+
+DDL_LOCK_TIMEOUT_MS = 5000
 
 # PostgreSQL's names for the types the PEP 249 type objects (tique.NUMBER, ...) know by SQL name.
 _TYPE_NAMES = {
@@ -85,6 +88,17 @@ class PostgresBackend(Backend):
                 code = f"{code}[]"  # the registry answers an array's OID with its element type
             described.append((column.name, code, *tuple(column)[2:]))
         return tuple(described)
+
+    @contextlib.contextmanager
+    def atomic(self, raw: Session) -> Iterator[None]:
+        """Schema changes wait for the locks of open transactions (a writer's engine
+        transaction holds its cache table) at most DDL_LOCK_TIMEOUT_MS, then fail:
+        nothing waits forever, not even a DROP behind a writer of the same connection's
+        thread."""
+        with super().atomic(raw):
+            with raw.round_trip():
+                raw.conn.execute(f"SET LOCAL lock_timeout = {DDL_LOCK_TIMEOUT_MS}")
+            yield
 
     def begin_engine(self, raw: Session) -> None:
         with raw.round_trip("BEGIN"):
