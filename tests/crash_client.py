@@ -21,16 +21,28 @@ def main(url: str, point: str, key: int, value: str) -> None:
     backend = conn.backend
     original = backend.execute
 
-    def execute(raw, sql, params):  # type: ignore[no-untyped-def]
+    def execute(raw, sql, params, *rest):  # type: ignore[no-untyped-def]
         marker = COMMIT_MARKER.match(sql) is not None
         if marker and point == "before-marker":
             os.kill(os.getpid(), signal.SIGKILL)
-        result = original(raw, sql, params)
+        result = original(raw, sql, params, *rest)
+        if marker and point == "after-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    original_all = backend.execute_all
+
+    def execute_all(raw, statements, **options):  # type: ignore[no-untyped-def]  # one pipelined request
+        marker = any(COMMIT_MARKER.match(sql) is not None for sql, _ in statements)
+        if marker and point == "before-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original_all(raw, statements, **options)
         if marker and point == "after-marker":
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
     backend.execute = execute  # type: ignore[method-assign]
+    backend.execute_all = execute_all  # type: ignore[method-assign]
     cur = conn.cursor()
     cur.execute("UPDATE kv SET v = ? WHERE k = ?", (value, key))
     if point == "before-commit":

@@ -298,8 +298,10 @@ def test_read_your_own_writes(connect: Connect, native: Native) -> None:
     assert balance(conn, 2) == 7
     with pytest.raises(tique.IntegrityError):
         run(conn, "INSERT INTO acc (id, bal) VALUES (2, 8)")
-    # The failed statement left nothing behind.
-    assert balance(conn, 2) == 7
+    # As natively, the failed statement aborted the transaction: nothing of it is left.
+    conn.rollback()
+    assert table(conn) == [(1, 100)]
+    assert run(conn, "INSERT INTO acc (id, bal) VALUES (2, 7), (3, 10)") == 2
     # A committed row deleted and re-inserted, then updated, in one transaction.
     assert run(conn, "DELETE FROM acc WHERE id = 1") == 1
     assert run(conn, "INSERT INTO acc (id, bal) VALUES (1, 1)") == 1

@@ -43,25 +43,38 @@ def physical(conn: tique.Connection, sql: str) -> list[tuple]:
 
 
 class Stall:
-    """Stops one transaction's commit right after it took its commit timestamp."""
+    """Stops one transaction's commit once it holds a commit timestamp that others can
+    see (its write-set and the timestamp are committed), before its commit marker: in
+    the oracle's `decide`, which the committing thread calls right then."""
 
     def __init__(self, oracle: Any) -> None:
-        self.original = oracle.take_commit_timestamp
+        self.original_take = oracle.take_statement
+        self.original_decide = oracle.decide
         self.victim: int | None = None
+        self.victim_thread: int | None = None
         self.cts: int | None = None
         self.took_at = 0.0  # before the oracle started the owner's commit timeout
         self.holding = threading.Event()
         self.resume = threading.Event()
 
-    def __call__(self, raw: Any, txid: int, timeout: float) -> int:
-        if txid != self.victim:
-            return self.original(raw, txid, timeout)
-        self.took_at = time.monotonic()
-        cts = self.original(raw, txid, timeout)
+    def take_statement(self, txid: int) -> Any:
+        if txid == self.victim:
+            self.victim_thread = threading.get_ident()
+            self.took_at = time.monotonic()
+        return self.original_take(txid)
+
+    def decide(self, raw: Any, cts: int) -> bool:
+        if threading.get_ident() != self.victim_thread:
+            return self.original_decide(raw, cts)
+        self.victim_thread = None
         self.cts = cts
         self.holding.set()
         self.resume.wait(timeout=60)
-        return cts
+        return self.original_decide(raw, cts)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch, oracle: Any) -> None:
+        monkeypatch.setattr(oracle, "take_statement", self.take_statement)
+        monkeypatch.setattr(oracle, "decide", self.decide)
 
 
 def commit_in_thread(conn: tique.Connection) -> tuple[threading.Thread, dict[str, Any]]:
@@ -87,7 +100,7 @@ def test_stalled_committer_is_aborted_after_commit_timeout(connect: Connect, mon
     run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one'), (2, 'two')")
     admin.commit()
     stall = Stall(admin.backend.oracle)
-    monkeypatch.setattr(admin.backend.oracle, "take_commit_timestamp", stall)
+    stall.install(monkeypatch, admin.backend.oracle)
 
     stalled = connect()
     run(stalled, "UPDATE kv SET v = 'stalled' WHERE k = 1")
@@ -149,15 +162,15 @@ def _commit_and_hang(url: str, report: Any) -> None:
     cur.execute("UPDATE kv SET v = 'killed' WHERE k = 1")
     cur.execute("INSERT INTO kv (k, v) VALUES (10, 'killed')")
     oracle = conn.backend.oracle
-    take = oracle.take_commit_timestamp
+    decide = oracle.decide
+    txid = conn._txn.txid
 
-    def take_and_hang(raw: Any, txid: int, timeout: float) -> int:
-        cts = take(raw, txid, timeout)
-        report.send((txid, cts))
+    def decide_and_hang(raw: Any, cts: int) -> bool:
+        report.send((txid, cts))  # the timestamp and write-set are committed; the marker is not
         time.sleep(600)
-        return cts
+        return decide(raw, cts)
 
-    oracle.take_commit_timestamp = take_and_hang
+    oracle.decide = decide_and_hang
     conn.commit()
 
 
@@ -224,6 +237,7 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
     writer = connect()
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
+    monkeypatch.setattr(oracle, "publish_statement", lambda txid, cts, timeout: None)  # publish through that call
     with pytest.raises(tique.OperationalError) as caught:
         writer.commit()
     monkeypatch.setattr(oracle, "publish", publish)

@@ -41,11 +41,19 @@ def sent(conn: tique.Connection) -> Iterator[list[str]]:
         texts.append(str(sql))
         return original(raw, sql, params, *rest)
 
+    original_all = backend.execute_all
+
+    def execute_all(raw: Any, statements: Any, **options: Any) -> Any:  # a pipelined request
+        texts.extend(str(sql) for sql, _ in statements)
+        return original_all(raw, statements, **options)
+
     backend.execute = execute  # type: ignore[method-assign]
+    backend.execute_all = execute_all  # type: ignore[method-assign]
     try:
         yield texts
     finally:
         del backend.execute
+        del backend.execute_all
 
 
 def key_check_texts(texts: list[str]) -> set[str]:

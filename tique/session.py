@@ -55,6 +55,9 @@ class Session:
     conn: Any
     counters: Counters = field(default_factory=Counters)
     in_transaction: bool = False
+    # An engine transaction was opened but its BEGIN not sent yet: it goes out in the
+    # same request as the transaction's first statement (engines that can pipeline).
+    pending_begin: bool = False
 
     @contextmanager
     def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:

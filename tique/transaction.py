@@ -99,15 +99,25 @@ class CommitStatements:
             exp.EQ(this=exp.column("txid"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
-    def write_set(self, tables: list[TableDef]) -> Compiled:
-        key = tuple(sorted(tables, key=lambda t: t.name))
+    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled:
+        """The write-set insert. `taken_in_request`: the commit timestamp is taken by the
+        statement before it in the same request, so it is read from the session
+        (Backend.taken_commit_timestamp) instead of bound."""
+        key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
-            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key]
+            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key[0]]
             union = parts[0]
             for part in parts[1:]:
                 union = exp.union(union, part, distinct=False)
-            compiled = self.backend.compile(exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"]))
+            insert = exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"])
+            if taken_in_request:
+                taken = self.backend.taken_commit_timestamp()
+                assert taken is not None
+                for p in list(insert.find_all(exp.Placeholder)):
+                    if p.this == "tq_cts":
+                        p.replace(taken.copy())
+            compiled = self.backend.compile(insert)
             self._write_sets[key] = compiled
         return compiled
 
@@ -116,15 +126,20 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
     """Runs a write's cache inserts and key checks inside the open engine transaction.
     A failure leaves rows behind only in that engine transaction, which the caller then
     rolls back with the whole tique transaction."""
+    # The inserts and the key check go out as one request where the engine pipelines.
+    statements = [(c.sql, c.values(params, context)) for c in plan.inserts]
+    if plan.validation is not None:
+        statements.append((plan.validation.sql, plan.validation.values(params, context)))
     try:
-        counts = [backend.affected(backend.execute(raw, c.sql, c.values(params, context))) for c in plan.inserts]
+        cursors = backend.execute_all(raw, statements)
     except Exception as error:
         column = backend.not_null_column(error)
         if column is None:
             raise
         raise IntegrityError(describe(statement, f"NULL in a NOT NULL column of {plan.table.name}: {column}")) from error
+    counts = [backend.affected(cur) for cur in cursors[:len(plan.inserts)]]
     if plan.validation is not None:
-        (duplicates, existing), = backend.rows(raw, plan.validation.sql, plan.validation.values(params, context))
+        (duplicates, existing), = cursors[-1].fetchall()
         if duplicates or existing:
             key = ", ".join(plan.table.key)
             problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
@@ -143,21 +158,30 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
     cts: int | None = txn.reserved_cts
+    take = oracle.take_statement(txn.txid) if cts is None else None
     try:
-        if cts is None:
-            cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
-        ctx["tq_cts"] = cts
-        ws = sql.write_set(tables)
-        backend.execute(raw, ws.sql, ws.values((), ctx))
-        txn.engine_open = False
-        backend.commit_engine(raw)
-    except BaseException as error:
-        if txn.engine_open:
+        if take is not None:
+            # One request: take the timestamp, log the write-set under it, commit.
+            ws = sql.write_set(tables, taken_in_request=True)
             txn.engine_open = False
-            try:
-                backend.rollback_engine(raw)
-            except Exception:
-                pass
+            cursors = backend.commit_engine(raw, [take, (ws.sql, ws.values((), ctx))])
+            cts = int(cursors[0].fetchone()[0])
+            ctx["tq_cts"] = cts
+        else:
+            if cts is None:
+                cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
+            ctx["tq_cts"] = cts
+            ws = sql.write_set(tables)
+            txn.engine_open = False
+            backend.commit_engine(raw, [(ws.sql, ws.values((), ctx))])
+    except BaseException as error:
+        txn.engine_open = False
+        try:
+            backend.rollback_engine(raw)  # a no-op where the failed commit already ended it
+        except Exception:
+            pass
+        if cts is None and take is not None:
+            cts = oracle.taken_after_failure(raw)  # the failed request may have taken one
         if cts is not None:
             _give_back(backend, raw, txn.txid, cts, timeout)
         else:
@@ -168,13 +192,17 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     lost = False  # True when a timeout resolver's abort marker beat our commit marker
+    published = False
     try:
         try:
             if not oracle.decide(raw, cts):
                 raise _Lost()
+            publish = oracle.publish_statement(txn.txid, cts, timeout) if backend.supports_returning else None
             if "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
+            elif publish is not None:
+                committed, published = _mark_and_publish(backend, raw, sql, ctx, publish)
             elif backend.supports_returning:
                 cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
                 committed = bool(cur.fetchone()[0])
@@ -194,7 +222,8 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     try:
-        oracle.publish(raw, txn.txid, cts, timeout)
+        if not published:
+            oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
@@ -210,6 +239,25 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def _mark_and_publish(backend: Backend, raw: Any, sql: CommitStatements, ctx: dict[str, int],
+                      publish: tuple[str, list]) -> tuple[bool, bool]:
+    """Certify + marker and publish in one request; returns (committed, published).
+    The two run as one engine transaction, so if the request fails the marker may be
+    gone with it: the outcome table then says what stands (a resolver's abort, or our
+    own marker if only reading the result failed); with no outcome row the error
+    propagates and the caller gives the timestamp back."""
+    try:
+        cursors = backend.execute_all(raw, [(sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publish])
+        return bool(cursors[0].fetchone()[0]), True
+    except Exception as error:
+        if backend.is_unique_violation(error):
+            raise
+        found = backend.rows(raw, "SELECT did_commit FROM tq_outcome WHERE cts = $1", [ctx["tq_cts"]])
+        if not found:
+            raise
+        return bool(found[0][0]), False
 
 
 def _give_back(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:

@@ -144,9 +144,26 @@ class Backend(ABC):
     def begin_engine(self, raw: Any) -> None:
         """Opens an engine transaction on `raw`: its statements stop committing on their own."""
 
+    def taken_commit_timestamp(self) -> exp.Expression | None:
+        """SQL for the commit timestamp this session took last, where the oracle's take
+        can travel in the same request as the write-set (Oracle.take_statement)."""
+        return None
+
+    def execute_all(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """Runs `statements` in order, as one request where the engine can (a pipeline),
+        and returns a cursor for each; stops at the first that fails, raising its error."""
+        return [self.execute(raw, sql, params) for sql, params in statements]
+
+    def commit_engine(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:
+        """Runs `statements` inside the engine transaction open on `raw`, then commits it
+        (one engine commit), in one request where the engine can; returns their cursors."""
+        cursors = self.execute_all(raw, statements)
+        self._commit_open(raw)
+        return cursors
+
     @abstractmethod
-    def commit_engine(self, raw: Any) -> None:
-        """Commits the engine transaction open on `raw` (one engine commit)."""
+    def _commit_open(self, raw: Any) -> None:
+        """Commits the engine transaction open on `raw`."""
 
     @abstractmethod
     def rollback_engine(self, raw: Any) -> None:

@@ -75,6 +75,15 @@ class DuckDBBackend(Backend):
         with raw.round_trip(sql):
             return raw.conn.execute(statement, list(params)) if params else raw.conn.execute(statement)
 
+    def execute_all(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """In-process, so one call each; a DuckDB connection holds one result at a time,
+        so each is read before the next statement runs."""
+        results = []
+        for sql, params in statements:
+            cur = self.execute(raw, sql, params)
+            results.append(_Result(cur.description, cur.fetchall()))
+        return results
+
     def _statement(self, raw: Any, sql: str) -> Any:
         """`sql` parsed once; a text of several statements stays text (run as a script)."""
         parsed = self._parsed.get(sql)
@@ -96,7 +105,7 @@ class DuckDBBackend(Backend):
             raw.conn.begin()
         raw.in_transaction = True
 
-    def commit_engine(self, raw: Session) -> None:
+    def _commit_open(self, raw: Session) -> None:
         raw.in_transaction = False
         with raw.round_trip(commit=True):
             raw.conn.commit()
@@ -138,3 +147,22 @@ class DuckDBBackend(Backend):
     def is_unique_violation(self, error: BaseException) -> bool:
         text = str(error).lower()
         return isinstance(error, (duckdb.ConstraintException, duckdb.TransactionException)) and ("duplicate key" in text or "unique" in text)
+
+
+class _Result:
+    """A statement's result read off the connection (DB-API fetch methods only)."""
+
+    def __init__(self, description: Any, rows: list[tuple]) -> None:
+        self.description = description
+        self._rows = rows
+        self._at = 0
+
+    def fetchone(self) -> tuple | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchall(self) -> list[tuple]:
+        rest, self._at = self._rows[self._at:], len(self._rows)
+        return rest

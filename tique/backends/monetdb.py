@@ -358,7 +358,7 @@ class MonetDBBackend(Backend):
         raw.cursor().execute("START TRANSACTION")
         raw.in_transaction = True
 
-    def commit_engine(self, raw: Session) -> None:
+    def _commit_open(self, raw: Session) -> None:
         raw.in_transaction = False
         cur = _CountedCursor(raw)
         with raw.round_trip(commit=True):

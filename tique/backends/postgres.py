@@ -14,7 +14,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.oracle.postgres import PostgresOracle
 from tique.rewrite.templates import data_type, template_text
-from tique.session import Session
+from tique.session import Session, writes
 
 
 DDL_LOCK_TIMEOUT_MS = 5000
@@ -51,10 +51,33 @@ class PostgresBackend(Backend):
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
         self._plan_for(raw, analytic)
+        if raw.pending_begin:
+            return self.execute_all(raw, [(sql, params)])[0]
         cur = raw.conn.cursor()
         with raw.round_trip(sql):
             cur.execute(sql, list(params))
         return cur
+
+    def execute_all(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]], *, commit: bool = False) -> list[Any]:
+        """One request: psycopg's pipeline sends the statements (after a BEGIN still
+        pending, and before a COMMIT when `commit`) and reads all results at one sync.
+        A failing statement raises, and the pipeline skips the ones after it."""
+        texts = [sql for sql, _ in statements]
+        conn = raw.conn
+        cursors = []
+        with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit):
+            with conn.pipeline():
+                if raw.pending_begin:
+                    raw.pending_begin = False
+                    conn.execute("BEGIN")
+                for sql, params in statements:
+                    cur = conn.cursor()
+                    cur.execute(sql, list(params))
+                    cursors.append(cur)
+                if commit:
+                    raw.in_transaction = False
+                    conn.execute("COMMIT")
+        return cursors
 
     def _plan_for(self, raw: Any, analytic: bool) -> None:
         """Analytic reads are planned without nested-loop joins. PostgreSQL keeps no
@@ -96,22 +119,28 @@ class PostgresBackend(Backend):
         nothing waits forever, not even a DROP behind a writer of the same connection's
         thread."""
         with super().atomic(raw):
-            with raw.round_trip():
-                raw.conn.execute(f"SET LOCAL lock_timeout = {DDL_LOCK_TIMEOUT_MS}")
+            self.execute(raw, f"SET LOCAL lock_timeout = {DDL_LOCK_TIMEOUT_MS}", [])
             yield
 
     def begin_engine(self, raw: Session) -> None:
-        with raw.round_trip("BEGIN"):
-            raw.conn.execute("BEGIN")
+        """The BEGIN travels with the transaction's first statement (see execute_all)."""
+        raw.pending_begin = True
         raw.in_transaction = True
 
-    def commit_engine(self, raw: Session) -> None:
-        raw.in_transaction = False
-        with raw.round_trip(commit=True):
-            raw.conn.execute("COMMIT")
+    def commit_engine(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:
+        if raw.pending_begin and not statements:  # nothing was sent: nothing to commit
+            raw.pending_begin = raw.in_transaction = False
+            return []
+        return self.execute_all(raw, statements, commit=True)
+
+    def _commit_open(self, raw: Session) -> None:
+        self.commit_engine(raw)
 
     def rollback_engine(self, raw: Session) -> None:
         raw.in_transaction = False
+        if raw.pending_begin:
+            raw.pending_begin = False
+            return
         if raw.conn.closed:
             return
         with raw.round_trip():
@@ -123,6 +152,9 @@ class PostgresBackend(Backend):
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Parameter(this=exp.Literal.number(n))
+
+    def taken_commit_timestamp(self) -> exp.Expression | None:
+        return exp.Anonymous(this="currval", expressions=[exp.Literal.string("tq_cts_seq")])
 
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
         parts = [exp.Literal.string("|"), exp.Literal.string(table_name), *[exp.cast(k, data_type("TEXT")) for k in keys]]

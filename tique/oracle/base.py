@@ -25,12 +25,23 @@ class Oracle(Protocol):
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
         """A commit timestamp; others may abort it if it stays undecided past `timeout` seconds."""
 
+    def take_statement(self, txid: int) -> tuple[str, list] | None:
+        """take_commit_timestamp as (sql, params) to run inside the committing request,
+        returning the timestamp as its one value; None where the oracle cannot."""
+
+    def taken_after_failure(self, raw: Any) -> int | None:
+        """After a failed request that held take_statement: the timestamp it took, if any."""
+
     def decide(self, raw: Any, cts: int) -> bool:
         """For engines whose outcome table cannot arbitrate (no unique key): claim cts for
         its owner's commit marker. Oracles whose outcome table has one row per cts return True."""
 
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
+
+    def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list] | None:
+        """publish as (sql, params) to run in the request of the commit marker; None
+        where the oracle cannot."""
 
     def stable_timestamp(self, raw: Any) -> int:
         """At most the start timestamp of every running transaction, including one that

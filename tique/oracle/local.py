@@ -76,6 +76,15 @@ class LocalOracle:
             self._resolved.add(cts)
         self._advance()
 
+    def take_statement(self, txid: int) -> None:
+        return None  # the timestamp comes from process or server memory, not a statement
+
+    def taken_after_failure(self, raw: Any) -> int | None:
+        return None
+
+    def publish_statement(self, txid: int, cts: int, timeout: float) -> None:
+        return None
+
     def decide(self, raw: Any, cts: int) -> bool:
         return True  # the outcome table's key on cts arbitrates
 

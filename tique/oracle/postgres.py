@@ -21,11 +21,27 @@ class PostgresOracle:
         (row,) = self._run(raw, "SELECT tq_take_cts($1)", [txid])
         return int(row[0])
 
+    def take_statement(self, txid: int) -> tuple[str, list]:
+        """take_commit_timestamp as a statement to send with others in one request."""
+        return "SELECT tq_take_cts($1)", [txid]
+
+    def taken_after_failure(self, raw: Any) -> int | None:
+        """After a failed request that held take_statement: the timestamp it took, if
+        it got that far. tq_take_cts holds a session-level advisory lock on the
+        timestamp until publish, and a session holds at most one, so the lock says."""
+        rows = self._run(raw, "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
+                              "WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted", [])
+        return int(rows[0][0]) if rows else None
+
     def decide(self, raw: Any, cts: int) -> bool:
         return True  # the outcome table's key on cts arbitrates
 
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         self._run(raw, "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))])
+
+    def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list]:
+        """publish as a statement to send right after the commit marker, in one request."""
+        return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
 
     def stable_timestamp(self, raw: Any) -> int:
         (row,) = self._run(raw, "SELECT o_stable FROM tq_stable()", [])
