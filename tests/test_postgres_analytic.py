@@ -12,7 +12,7 @@ import tique
 
 
 def _setting(conn: tique.Connection) -> Any:
-    return conn._raw.execute("SHOW enable_nestloop").fetchone()[0]  # the session, as the last statement left it
+    return conn._raw.conn.execute("SHOW enable_nestloop").fetchone()[0]  # the session, between statements
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
@@ -24,13 +24,17 @@ def test_nested_loops_off_only_for_analytic_reads(url: str, connect: Callable[..
     cur.executemany("INSERT INTO a VALUES (?, ?)", [(i, i * 10) for i in range(20)])
     cur.executemany("INSERT INTO b VALUES (?, ?)", [(i, i % 20) for i in range(40)])
     conn.commit()
+    setting = "current_setting('enable_nestloop')"  # as the statement itself is planned and run
 
-    cur.execute("SELECT v FROM a WHERE k = ?", (3,))  # a point read: rank formulation
-    assert cur.fetchall() == [(30,)] and _setting(conn) == "on"
-    cur.execute("SELECT count(*), sum(v) FROM a JOIN b ON b.a_k = a.k")  # scans: analytic
-    assert cur.fetchall() == [(40, 2 * sum(i * 10 for i in range(20)))] and _setting(conn) == "off"
-    cur.execute("SELECT count(*) FROM b WHERE a_k = ?", (5,))
-    assert cur.fetchall() == [(2,)] and _setting(conn) == "off"  # still analytic: no switch needed
+    cur.execute(f"SELECT v, {setting} FROM a WHERE k = ?", (3,))  # a point read: rank formulation
+    assert cur.fetchall() == [(30, "on")]
+    cur.execute(f"SELECT count(*), sum(v), {setting} FROM a JOIN b ON b.a_k = a.k")  # scans: analytic
+    assert cur.fetchall() == [(40, 2 * sum(i * 10 for i in range(20)), "off")]
+    assert _setting(conn) == "on"  # only that statement ran with it
+    cur.execute(f"SELECT count(*), {setting} FROM b WHERE a_k = ?", (5,))
+    assert cur.fetchall() == [(2, "off")]
     cur.execute("UPDATE a SET v = v + 1 WHERE k = ?", (3,))
+    cur.execute(f"SELECT count(*), {setting} FROM b WHERE a_k = ?", (5,))  # inside the writing transaction too
+    assert cur.fetchall() == [(2, "off")]
     conn.commit()
     assert _setting(conn) == "on"  # writes and the commit protocol run with the defaults

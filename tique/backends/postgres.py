@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import contextlib
-import weakref
 from typing import Any, Iterator, Sequence
 
 import psycopg
@@ -38,8 +37,6 @@ class PostgresBackend(Backend):
         self.url = url
         self.connect_timeout = connect_timeout
         self.oracle = PostgresOracle(self.rows)
-        # Sessions currently planning without nested loops (see _plan_for).
-        self._no_nestloop: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
 
     def open(self) -> Any:
         # RawCursor speaks PostgreSQL's own $n markers, so SQL text needs no % escaping;
@@ -50,7 +47,16 @@ class PostgresBackend(Backend):
         raw.conn.close()
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
-        self._plan_for(raw, analytic)
+        if analytic:
+            # Planned without nested loops: PostgreSQL keeps no statistics for a snapshot
+            # subquery (a UNION ALL it cannot see through), so it estimates every join
+            # between snapshots with default selectivities; over several joined snapshots
+            # the estimates collapse to a few rows and it picks nested loops over large
+            # inputs (CH-benCHmark Q8 at a tiny scale: 21 s with them, 0.03 s without).
+            # Hash joins degrade gracefully when estimates are off. The setting travels
+            # with the statement in one request, so the session's other statements (and
+            # its prepared plans) never see it.
+            return self.execute_all(raw, [("SET enable_nestloop = off", ()), (sql, params), ("RESET enable_nestloop", ())])[1]
         if raw.pending_begin:
             return self.execute_all(raw, [(sql, params)])[0]
         cur = raw.conn.cursor()
@@ -78,22 +84,6 @@ class PostgresBackend(Backend):
                     raw.in_transaction = False
                     conn.execute("COMMIT")
         return cursors
-
-    def _plan_for(self, raw: Any, analytic: bool) -> None:
-        """Analytic reads are planned without nested-loop joins. PostgreSQL keeps no
-        statistics for a snapshot subquery (a UNION ALL it cannot see through), so it
-        estimates every join between snapshots with default selectivities; over several
-        joined snapshots the estimates collapse to a few rows and it picks nested loops
-        over large inputs (CH-benCHmark Q8 at a tiny scale: 21 s with them, 0.03 s
-        without). Hash joins degrade gracefully when estimates are off. The setting is
-        per session and is switched only when the kind of statement changes, like
-        MonetDB's optimizer pipeline."""
-        if raw.in_transaction:
-            return  # a SET inside a transaction is undone by its rollback: leave the setting be
-        if self._no_nestloop.get(raw, False) != analytic:
-            with raw.round_trip():
-                raw.conn.execute("SET enable_nestloop = off" if analytic else "RESET enable_nestloop")
-            self._no_nestloop[raw] = analytic
 
     def affected(self, cursor: Any) -> int:
         return int(cursor.rowcount)
