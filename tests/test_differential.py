@@ -241,12 +241,13 @@ def build(connect: Callable[..., tique.Connection], reference: Reference, formul
     world.visible(cur, *multi_insert("events", [event_rows()[3], (7, "call", DAY0, Decimal("1.25"), "again")]))
     world.visible(cur, "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (None, "call", None, None, None))
     admin.commit()
+    with pytest.raises(tique.IntegrityError):  # a failed statement aborts its transaction and leaves nothing behind
+        cur.execute("INSERT INTO customers VALUES (?, ?, ?, ?, ?)", (1, "Duplicate", "Oslo", None, None))
+    admin.rollback()
 
     world.visible(cur, "UPDATE customers SET c_balance = c_balance - ? WHERE c_id IN (?, ?)", (Decimal("1.10"), 1, 3))
     world.visible(cur, "DELETE FROM customers WHERE c_id = ?", (6,))
     world.visible(cur, "INSERT INTO customers VALUES (?, ?, ?, ?, ?)", (6, "Reborn", "Lima", Decimal("0.00"), DAY0))
-    with pytest.raises(tique.IntegrityError):  # a failed statement leaves nothing behind
-        cur.execute("INSERT INTO customers VALUES (?, ?, ?, ?, ?)", (1, "Duplicate", "Oslo", None, None))
     world.visible(cur, "UPDATE order_lines SET ol_qty = ol_qty + 1 WHERE ol_item = ?", ("plum",))
     world.visible(cur, "UPDATE orders SET o_total = (SELECT sum(l.ol_amount) FROM order_lines AS l"
                        " WHERE l.ol_c_id = orders.o_c_id AND l.ol_o_id = orders.o_id) WHERE o_c_id <= ?", (3,))

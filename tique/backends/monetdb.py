@@ -262,8 +262,15 @@ class MonetDBBackend(Backend):
             return self._insert_via_client(raw, split, values)
         cur = self._run(raw, text, values)
         naming = getattr(sql, "naming", None)
-        if naming is not None and not raw.in_transaction and any(_LABEL.match(d[0]) for d in cur.description or ()):
-            cur.tq_names = self._native_names(raw, naming, values)
+        if naming is not None and any(_LABEL.match(d[0]) for d in cur.description or ()):
+            # PREPARE may fail, which would abort an open engine transaction: learn the
+            # names on the other session then (they do not depend on the session).
+            namer = raw
+            if raw.in_transaction:
+                if raw.analytic is None:
+                    raw.analytic = self.open(raw.counters)
+                namer = raw.analytic
+            cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
     def _run(self, raw: Session, text: str, values: list) -> Any:

@@ -37,6 +37,7 @@ class PostgresBackend(Backend):
         self.url = url
         self.connect_timeout = connect_timeout
         self.oracle = PostgresOracle(self.rows)
+        self._descriptions: dict[tuple, tuple] = {}  # result shape -> PEP 249 description
 
     def open(self) -> Any:
         # RawCursor speaks PostgreSQL's own $n markers, so SQL text needs no % escaping;
@@ -89,18 +90,23 @@ class PostgresBackend(Backend):
         return int(cursor.rowcount)
 
     def description(self, cursor: Any) -> tuple | None:
-        """Type codes become SQL type names (as DuckDB reports them) instead of bare OIDs."""
+        """Type codes become SQL type names (as DuckDB reports them) instead of bare OIDs;
+        worked out once per result shape, as every point read repeats its shape."""
         if not cursor.description:
             return None
-        types = cursor.connection.adapters.types
-        described = []
-        for column in cursor.description:
-            info = types.get(column.type_code)
-            code = _TYPE_NAMES.get(info.name, info.name.upper()) if info is not None else column.type_code
-            if info is not None and info.oid != column.type_code:
-                code = f"{code}[]"  # the registry answers an array's OID with its element type
-            described.append((column.name, code, *tuple(column)[2:]))
-        return tuple(described)
+        shape = tuple((column.name, column.type_code, *tuple(column)[2:]) for column in cursor.description)
+        described = self._descriptions.get(shape)
+        if described is None:
+            types = cursor.connection.adapters.types
+            rows = []
+            for name, type_code, *rest in shape:
+                info = types.get(type_code)
+                code = _TYPE_NAMES.get(info.name, info.name.upper()) if info is not None else type_code
+                if info is not None and info.oid != type_code:
+                    code = f"{code}[]"  # the registry answers an array's OID with its element type
+                rows.append((name, code, *rest))
+            described = self._descriptions[shape] = tuple(rows)
+        return described
 
     @contextlib.contextmanager
     def atomic(self, raw: Session) -> Iterator[None]:
