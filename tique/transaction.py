@@ -283,27 +283,45 @@ def reserve(backend: Backend, raw: Any, failed: Transaction, sql: CommitStatemen
     Until it decides, every other writer of those keys that certifies sees a transaction
     committing after its start and aborts, so the re-execution (on the new, fresher
     snapshot) can only lose to a writer that had already taken its commit timestamp when
-    the reservation was made: with the same key-set, a priority transaction aborts at
-    most once. The price: commits after the reserved timestamp become visible only once
+    the reservation was made. Where the oracle can wait for the snapshot to reach the
+    reservation (in-process), the re-execution reads only once all of those are decided
+    and visible, so with the same key-set a priority transaction aborts at most once;
+    elsewhere such a writer can still win. The price: commits after the reserved timestamp become visible only once
     it is decided, and the reservation is a commit timestamp like any other, so a
     re-execution that outlives `timeout` is aborted by the others."""
     oracle = backend.oracle
+    hashes = [row[0] for row in backend.rows(raw, sql.failed_write_set.sql, sql.failed_write_set.values((), {"tq_txid": failed.txid}))]
     txid, sts = oracle.begin(raw)
-    try:
-        cts = oracle.take_commit_timestamp(raw, txid, timeout)
-    except BaseException:
-        oracle.end(raw, txid)
-        raise
-    try:
-        hashes = [row[0] for row in backend.rows(raw, sql.failed_write_set.sql, sql.failed_write_set.values((), {"tq_txid": failed.txid}))]
+
+    def log_write_set(cts: int) -> None:
         for first in range(0, len(hashes), 500):  # plain multi-row VALUES: never an engine conflict
             chunk = hashes[first:first + 500]
             values = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(chunk)))
             backend.execute(raw, f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {values}",
                             [v for h in chunk for v in (txid, cts, h)])
+
+    taken: list[int] = []
+    try:
+        # The oracle logs the write-set before it hands out a later timestamp where it
+        # can (in-process): then no writer that takes its timestamp after ours certifies
+        # without seeing the reservation.
+        cts = oracle.take_commit_timestamp(raw, txid, timeout, then=lambda c: (taken.append(c), log_write_set(c)))
+    except BaseException:
+        if taken:
+            release(backend, raw, txid, taken[0], timeout)
+        else:
+            oracle.end(raw, txid)
+        raise
+    # Read at the newest snapshot below the reservation where the oracle can wait for it:
+    # every writer that took its timestamp before ours is then decided and visible, so the
+    # re-execution cannot lose to one of them (the window reserve() otherwise leaves).
+    try:
+        fresh = oracle.wait_for_snapshot(raw, cts - 1)
     except BaseException:
         release(backend, raw, txid, cts, timeout)
         raise
+    if fresh is not None:
+        sts = max(sts, min(fresh, cts - 1))
     return Transaction(txid, sts, statements=[], reserved_cts=cts)
 
 

@@ -12,7 +12,7 @@ Invariants every oracle keeps:
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class Oracle(Protocol):
@@ -22,8 +22,10 @@ class Oracle(Protocol):
     def end(self, raw: Any, txid: int) -> None:
         """A transaction that never took a commit timestamp is over."""
 
-    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
-        """A commit timestamp; others may abort it if it stays undecided past `timeout` seconds."""
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
+        """A commit timestamp; others may abort it if it stays undecided past `timeout`
+        seconds. `then(cts)` runs before it returns; an in-process oracle runs it before
+        it hands out any later timestamp."""
 
     def take_statement(self, txid: int) -> tuple[str, list] | None:
         """take_commit_timestamp as (sql, params) to run inside the committing request,
@@ -42,6 +44,10 @@ class Oracle(Protocol):
     def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list] | None:
         """publish as (sql, params) to run in the request of the commit marker; None
         where the oracle cannot."""
+
+    def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
+        """Waits until the snapshot reaches `at_least` and returns it; None where the
+        oracle does not offer it."""
 
     def stable_timestamp(self, raw: Any) -> int:
         """At most the start timestamp of every running transaction, including one that

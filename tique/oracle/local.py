@@ -54,11 +54,13 @@ class LocalOracle:
         with self._cond:
             self._active.pop(txid, None)
 
-    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         with self._cond:
             cts = self._next_cts
             self._next_cts += 1
             self._pending[cts] = _Pending(txid, time.monotonic() + timeout)
+            if then is not None:
+                then(cts)  # before anyone takes a later timestamp
         return cts
 
     def _advance(self) -> None:
@@ -92,6 +94,15 @@ class LocalOracle:
         with self._cond:
             self._active.pop(txid, None)
             self._resolve(cts)
+        self._wait_until(raw, cts)
+
+    def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
+        """Waits until the snapshot reaches `at_least` (aborting owners that stall past
+        their timeout, as publish does) and returns it."""
+        self._wait_until(raw, at_least)
+        return self.snapshot
+
+    def _wait_until(self, raw: Any, cts: int) -> None:
         while True:
             with self._cond:
                 if self._snapshot >= cts:

@@ -62,10 +62,12 @@ class MonetDBOracle:
     def end(self, raw: Any, txid: int) -> None:
         self._one(raw, END, txid)
 
-    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         cts = self._one(raw, TAKE, txid, max(1, int(timeout * 1000)))[0]
         if cts < 0:
             raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
+        if then is not None:
+            then(cts)
         return cts
 
     def take_statement(self, txid: int) -> None:
@@ -98,6 +100,9 @@ class MonetDBOracle:
                 if not written:
                     self._abort_writer(raw, stuck_cts, None)
                 self._one(raw, RESOLVE, stuck_cts)
+
+    def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
+        return None  # not offered: a reservation keeps the snapshot it began with
 
     def stable_timestamp(self, raw: Any) -> int:
         # Transactions of sessions that no longer exist will never end by themselves.

@@ -3,7 +3,7 @@
 inside the server instead of polling."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 
 class PostgresOracle:
@@ -17,8 +17,10 @@ class PostgresOracle:
     def end(self, raw: Any, txid: int) -> None:
         self._run(raw, "SELECT tq_end($1)", [txid])
 
-    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float) -> int:
+    def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         (row,) = self._run(raw, "SELECT tq_take_cts($1)", [txid])
+        if then is not None:
+            then(int(row[0]))
         return int(row[0])
 
     def take_statement(self, txid: int) -> tuple[str, list]:
@@ -42,6 +44,9 @@ class PostgresOracle:
     def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list]:
         """publish as a statement to send right after the commit marker, in one request."""
         return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
+
+    def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
+        return None  # not offered: a reservation keeps the snapshot it began with
 
     def stable_timestamp(self, raw: Any) -> int:
         (row,) = self._run(raw, "SELECT o_stable FROM tq_stable()", [])
