@@ -18,6 +18,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from sqlglot import exp
+
 from tique.backends.base import Backend
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
@@ -86,6 +88,19 @@ class Checkpointer:
         finally:
             backend.checkpoint_lock.release()
 
+    def _note_if_empty(self, name: str) -> None:
+        """Records a cache left empty, so reads of the table can skip the snapshot."""
+        state = self.backend.cache_state
+        if state is None:
+            return
+        version = state.before_count(name)
+        if version is None:
+            return
+        q = exp.to_identifier(f"{name}_cache", quoted=True).sql(self.backend.dialect)
+        (count,), = self.backend.rows(self.raw, f"SELECT count(*) FROM {q}", [])
+        if count == 0:
+            state.counted_empty(name, version)
+
     def _run(self, started: float) -> CheckpointReport:
         backend, raw = self.backend, self.raw
         stable = backend.oracle.stable_timestamp(raw)
@@ -100,6 +115,7 @@ class Checkpointer:
                 if step is insert_storage:
                     moved += max(backend.affected(cur), 0)
             purged += max(backend.affected(self._execute(purge_cache, context)), 0)
+            self._note_if_empty(name)
         for step in self._metadata:
             self._execute(step, context)
         return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)

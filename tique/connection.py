@@ -14,7 +14,10 @@ from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
+from tique.rewrite.params import Compiled
+from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
+from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
 from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, release, reserve, run_write
 
@@ -181,6 +184,14 @@ class Connection:
 
     @_txn.setter
     def _txn(self, value: Transaction | None) -> None:
+        old = self._txn_holder[0]
+        if old is not None and old is not value and old.noted:
+            # Ends the transaction's writing for the CacheState; callers clear it only
+            # once its engine transaction is committed or being rolled back.
+            state = self._backend.cache_state
+            if state is not None:
+                state.done(old.noted)
+            old.noted = set()
         self._txn_holder[0] = value
 
     @property
@@ -457,7 +468,8 @@ class Connection:
                 # A read that needs this transaction's uncommitted writes runs on the
                 # session holding them; others may run where analytics run best.
                 analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-                outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, txn.context()), analytic)
+                statement = self._read_statement(plan, txn)
+                outcome = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
             else:
                 outcome = self._write(plan, params, txn, sql)
         except BaseException:
@@ -467,6 +479,22 @@ class Connection:
         if implicit:
             self.commit()
         return outcome
+
+    def _read_statement(self, plan: ReadPlan, txn: Transaction) -> Compiled:
+        """The read's statement, reading the tables whose caches are known empty from
+        storage directly (a variant planned once per set of such tables)."""
+        state = self._backend.cache_state
+        if state is None or plan.source is None:
+            return plan.statement
+        clean = state.clean(since=txn.engine_epoch if txn.engine_open else None).intersection(plan.tables) - txn.written
+        if not clean:
+            return plan.statement
+        found = plan.variants.get(clean)
+        if found is None:
+            tree = read_storage(plan.source.copy(), self._lookup_or_refresh, clean)
+            tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash)
+            found = plan.variants[clean] = self._backend.compile(tree)
+        return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
         try:
@@ -491,6 +519,7 @@ class Connection:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
         self._open_engine_transaction(txn)
+        self._note_writing(txn, plan.table.name)
         try:
             count = run_write(self._backend, self._raw, plan, params, context, statement)
         except errors.Error:
@@ -500,9 +529,18 @@ class Connection:
         txn.written.add(plan.table.name)
         return None, None, count
 
+    def _note_writing(self, txn: Transaction, table: str) -> None:
+        """Marks the table's cache as written before anything is (tique/cache_state.py)."""
+        state = self._backend.cache_state
+        if state is not None and table not in txn.noted:
+            txn.noted.add(table)
+            state.writing(table)
+
     def _open_engine_transaction(self, txn: Transaction) -> None:
         """The first write opens the engine transaction that carries all of them."""
         if not txn.engine_open:
+            if self._backend.cache_state is not None:
+                txn.engine_epoch = self._backend.cache_state.epoch()  # before the engine's snapshot
             try:
                 self._backend.begin_engine(self._raw)
             except Exception as error:
@@ -561,6 +599,8 @@ class Connection:
         except Exception as error:
             raise backend.translate(error, statement) from error
         finally:
+            if backend.cache_state is not None:
+                backend.cache_state.forget(plan.table.name if isinstance(plan, CreatePlan) else plan.name)
             self._load_catalog()
             _forget_commit_statements(backend)
         return None

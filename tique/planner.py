@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from sqlglot import exp
@@ -40,6 +40,10 @@ class ReadPlan:
     params: int
     tables: tuple[str, ...]
     analytic: bool = False  # some table is read by the scan formulation
+    # The statement before its tables were swapped for snapshots, for the variants that
+    # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
+    source: exp.Expression | None = None
+    variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         names = tuple(sorted({t.name for _, t in touched}))
         analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
                        for ref, t in touched)
-        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names, analytic)
+        source = tree.copy() if backend.cache_state is not None else None
+        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names, analytic, source)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))

@@ -63,6 +63,9 @@ class Transaction:
     reserved_cts: int | None = None
     # An engine transaction is open on the session, holding this transaction's writes.
     engine_open: bool = False
+    # Tables this transaction told the backend's CacheState it writes; told again when it ends.
+    noted: set[str] = field(default_factory=set)
+    engine_epoch: int = 0  # CacheState's epoch just before the engine transaction began
 
     @property
     def statement_sts(self) -> int:

@@ -10,6 +10,7 @@ from typing import Any, Iterator, Sequence
 from sqlglot import exp
 
 from tique import errors
+from tique.cache_state import CacheState
 from tique.catalog import PACKED, TableDef, parse_catalog_row, with_packed_key
 from tique.oracle.base import Oracle
 from tique.rewrite.params import ROWS, Compiled, RowTemplate, compile_statement, dollar_markers, render_marked
@@ -106,6 +107,9 @@ class Backend(ABC):
     adopts_by_rename: bool = False  # adopt renames a native table into storage instead of copying it
 
     def __init__(self) -> None:
+        # Which caches hold nothing (tique/cache_state.py); only where every writer of the
+        # database is in this process (embedded engines).
+        self.cache_state: CacheState | None = None
         self.setup_lock = threading.Lock()
         self.shared_plans = PlanCache()
         self.checkpoint_lock = threading.Lock()

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from tique import errors
 from tique.backends.base import Backend, PlanCache
+from tique.cache_state import CacheState
 from tique.oracle.local import LocalOracle
 from tique.rewrite.templates import data_type, template_text
 from tique.session import Session
@@ -53,6 +54,7 @@ class DuckDBBackend(Backend):
         self.url = url
         self._base = _open_file(url)
         self.oracle = LocalOracle(self.insert_abort_outcome)
+        self.cache_state = CacheState()  # one process per DuckDB file: every writer is here
         # Parsed statements by text. A rewritten snapshot query is kilobytes of SQL that
         # DuckDB's parser takes over a millisecond to read (as long as the point lookup
         # itself takes to run), and the Python client parses the text anew on every call.

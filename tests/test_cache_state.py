@@ -1,0 +1,139 @@
+"""Reads of tables whose caches are known empty go to storage directly (DuckDB, where
+every writer is in this process), and never miss a write: see tique/cache_state.py."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import tique
+from sqlhelp import rows, run
+from tique.checkpoint import checkpoint
+
+
+@contextmanager
+def sent(conn: tique.Connection) -> Iterator[list[str]]:
+    """The engine statement texts the connection sends meanwhile."""
+    backend, texts = conn.backend, []
+    original = backend.execute
+
+    def execute(raw: Any, sql: str, params: Any, *rest: Any) -> Any:
+        texts.append(str(sql))
+        return original(raw, sql, params, *rest)
+
+    backend.execute = execute  # type: ignore[method-assign]
+    try:
+        yield texts
+    finally:
+        del backend.execute
+
+
+def reads_snapshot(texts: list[str]) -> bool:
+    return any("t_cache" in t for t in texts if t.lstrip().upper().startswith("SELECT") and "t_storage" in t)
+
+
+def reads_storage_only(texts: list[str]) -> bool:
+    return any("t_storage" in t and "t_cache" not in t for t in texts)
+
+
+def fresh(tmp_path: Path) -> tuple[tique.Connection, tique.Connection]:
+    url = f"duckdb:///{tmp_path}/clean.db"
+    admin = tique.connect(url)
+    run(admin, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR)")
+    run(admin, "CREATE TABLE u (id INTEGER PRIMARY KEY, t_id INTEGER)")
+    run(admin, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    run(admin, "INSERT INTO u VALUES (10, 1), (20, 2)")
+    admin.commit()
+    return admin, tique.connect(url)
+
+
+def test_a_checkpointed_table_is_read_from_storage(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = 1") == [("a",)]
+    assert reads_snapshot(texts) and not reads_storage_only(texts)  # not counted empty yet
+    reader.commit()
+    checkpoint(admin)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = 1") == [("a",)]
+        assert rows(reader, "SELECT t.v, u.id FROM t JOIN u ON u.t_id = t.id ORDER BY u.id") == [("a", 10), ("b", 20)]
+        assert rows(reader, "SELECT * FROM t ORDER BY id") == [(1, "a"), (2, "b")]  # no hidden column shows
+    assert reads_storage_only(texts) and not reads_snapshot(texts)
+    reader.commit()
+
+
+def test_a_write_makes_the_table_read_through_snapshots_again(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    assert rows(reader, "SELECT count(*) FROM t") == [(2,)]  # the reader's snapshot is taken
+    run(writer, "UPDATE t SET v = 'changed' WHERE id = 1")
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT v FROM t WHERE id = 1") == [("changed",)]  # its own write
+    assert reads_snapshot(texts)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = 1") == [("a",)]  # committed after it began
+    assert reads_snapshot(texts)
+    reader.commit()
+    assert rows(reader, "SELECT v FROM t WHERE id = 1") == [("changed",)]
+    reader.commit()
+
+
+def test_a_writer_open_while_the_cache_is_counted_keeps_it_dirty(tmp_path: Path) -> None:
+    """The count cannot see a writer's uncommitted rows: an open writer of the table
+    keeps it dirty, or readers that begin after its commit would miss its rows."""
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "INSERT INTO t VALUES (3, 'c')")  # uncommitted while the checkpoint counts
+    checkpoint(admin)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,)]
+    assert reads_snapshot(texts)
+    reader.commit()
+    checkpoint(admin)  # moved to storage, purged, counted empty with no writer open
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT id FROM t ORDER BY id") == [(1,), (2,), (3,)]
+    assert reads_storage_only(texts)
+    reader.commit()
+
+
+def test_rolled_back_and_failed_writers_leave_no_trace(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "DELETE FROM t WHERE id = 2")
+    writer.rollback()
+    try:
+        run(writer, "INSERT INTO t VALUES (1, 'dup')")
+    except tique.IntegrityError:
+        writer.rollback()
+    checkpoint(admin)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "b")]
+    assert reads_storage_only(texts)
+    reader.commit()
+    run(admin, "DROP TABLE t")
+    run(admin, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR)")
+    run(admin, "INSERT INTO t VALUES (7, 'new')")
+    admin.commit()
+    assert rows(reader, "SELECT id, v FROM t") == [(7, "new")]
+    reader.commit()
+
+
+def test_a_table_cleaned_after_the_engine_transaction_began_is_read_through_its_snapshot(tmp_path: Path) -> None:
+    """A writing transaction reads the database as its engine transaction began: a cache
+    emptied by a checkpoint after that still held rows then that storage lacked."""
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    run(admin, "UPDATE u SET t_id = 2 WHERE id = 10")
+    admin.commit()  # u's cache holds a version now
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = 1")  # opens the engine transaction
+    checkpoint(admin)  # moves u's version to storage and purges the cache: u is clean now
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT id, t_id FROM u ORDER BY id") == [(10, 2), (20, 2)]
+    assert any("u_cache" in t for t in texts)
+    writer.commit()

@@ -1,0 +1,28 @@
+"""Reads of tables whose caches hold nothing go to their storage tables directly.
+
+With an empty cache a table's snapshot is its storage table (see tique/cache_state.py
+for when a cache is known to be empty), so a reference to it becomes a plain projection
+of the storage table's user columns: the engine plans a scan or an index lookup instead
+of a union, a join to the outcome log and a window.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from tique.rewrite.reads import Lookup, referenced_tables
+from tique.rewrite.templates import quoted
+
+
+def read_storage(tree: exp.Expression, lookup: Lookup, clean: frozenset[str]) -> exp.Expression:
+    """`tree` with each reference to a tique table named in `clean` replaced by
+    `(SELECT its user columns FROM its storage table) AS alias`."""
+    for ref, table in referenced_tables(tree, lookup):
+        if table.name not in clean:
+            continue
+        alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
+        projection = exp.select(*[exp.column(quoted(c)) for c in table.user_columns]).from_(exp.Table(this=quoted(table.storage)))
+        subquery = exp.Subquery(this=projection, alias=alias.copy())
+        if ref is tree:
+            return subquery
+        ref.replace(subquery)
+    return tree
