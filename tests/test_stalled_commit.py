@@ -237,7 +237,6 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
     writer = connect()
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
-    monkeypatch.setattr(oracle, "publish_statement", lambda txid, cts, timeout: None)  # publish through that call
     with pytest.raises(tique.OperationalError) as caught:
         writer.commit()
     monkeypatch.setattr(oracle, "publish", publish)

@@ -195,17 +195,13 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     lost = False  # True when a timeout resolver's abort marker beat our commit marker
-    published = False
     try:
         try:
             if not oracle.decide(raw, cts):
                 raise _Lost()
-            publish = oracle.publish_statement(txn.txid, cts, timeout) if backend.supports_returning else None
             if "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
-            elif publish is not None:
-                committed, published = _mark_and_publish(backend, raw, sql, ctx, publish)
             elif backend.supports_returning:
                 cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
                 committed = bool(cur.fetchone()[0])
@@ -225,8 +221,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     try:
-        if not published:
-            oracle.publish(raw, txn.txid, cts, timeout)
+        oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
@@ -242,25 +237,6 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
-
-
-def _mark_and_publish(backend: Backend, raw: Any, sql: CommitStatements, ctx: dict[str, int],
-                      publish: tuple[str, list]) -> tuple[bool, bool]:
-    """Certify + marker and publish in one request; returns (committed, published).
-    The two run as one engine transaction, so if the request fails the marker may be
-    gone with it: the outcome table then says what stands (a resolver's abort, or our
-    own marker if only reading the result failed); with no outcome row the error
-    propagates and the caller gives the timestamp back."""
-    try:
-        cursors = backend.execute_all(raw, [(sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publish])
-        return bool(cursors[0].fetchone()[0]), True
-    except Exception as error:
-        if backend.is_unique_violation(error):
-            raise
-        found = backend.rows(raw, "SELECT did_commit FROM tq_outcome WHERE cts = $1", [ctx["tq_cts"]])
-        if not found:
-            raise
-        return bool(found[0][0]), False
 
 
 def _give_back(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:

@@ -41,10 +41,6 @@ class Oracle(Protocol):
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
 
-    def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list] | None:
-        """publish as (sql, params) to run in the request of the commit marker; None
-        where the oracle cannot."""
-
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         """Waits until the snapshot reaches `at_least` and returns it; None where the
         oracle does not offer it."""

@@ -84,9 +84,6 @@ class LocalOracle:
     def taken_after_failure(self, raw: Any) -> int | None:
         return None
 
-    def publish_statement(self, txid: int, cts: int, timeout: float) -> None:
-        return None
-
     def decide(self, raw: Any, cts: int) -> bool:
         return True  # the outcome table's key on cts arbitrates
 

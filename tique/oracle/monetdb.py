@@ -76,9 +76,6 @@ class MonetDBOracle:
     def taken_after_failure(self, raw: Any) -> int | None:
         return None
 
-    def publish_statement(self, txid: int, cts: int, timeout: float) -> None:
-        return None
-
     def decide(self, raw: Any, cts: int) -> bool:
         """Claims cts for its owner's commit marker; False if a resolver aborted it first."""
         return self._one(raw, DECIDE, cts)[0] == 1

@@ -41,10 +41,6 @@ class PostgresOracle:
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         self._run(raw, "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))])
 
-    def publish_statement(self, txid: int, cts: int, timeout: float) -> tuple[str, list]:
-        """publish as a statement to send right after the commit marker, in one request."""
-        return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
-
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         return None  # not offered: a reservation keeps the snapshot it began with
 
