@@ -69,9 +69,9 @@ class SharedServers:
         if engine == "postgres":
             if self.cluster is None:
                 from drivers.pg_cluster import ThrowawayCluster
-                from drivers.postgres_engine import CLUSTER_SETTINGS
+                from drivers.postgres_engine import cluster_settings
 
-                self.cluster = ThrowawayCluster(settings=CLUSTER_SETTINGS)
+                self.cluster = ThrowawayCluster(settings=cluster_settings())
             return self.cluster.create_database(system.replace("-", "_"))
         if engine == "monetdb":
             import os

@@ -114,6 +114,10 @@ def write(result: Result | dict[str, Any], path: str | Path) -> Path:
 def finish(result: Result, out: str | Path | None, show: Any, console: Any) -> Result:
     """Stamps the end of a run, writes it to `out` when given, and shows its table."""
     result.finished_at = now()
+    if "postgres" in result.system and "postgres_durable" not in result.parameters:
+        from drivers.postgres_engine import DURABILITY
+
+        result.parameters["postgres_durable"] = DURABILITY["durable"]  # fsync on (see --postgres-fast)
     if out:
         write(result, out)
     show(result, console)

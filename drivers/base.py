@@ -33,6 +33,8 @@ class Engine(abc.ABC):
     and how to reach it natively. An engine may own a server it started."""
 
     name: str
+    # Whether the native driver opens each transaction with a BEGIN of its own (a round trip).
+    begins_explicitly: bool = False
 
     @property
     @abc.abstractmethod
@@ -76,7 +78,9 @@ class System:
         """A fresh DB-API connection; one per client thread or process."""
         if self.through_tique:
             return tique.connect(self.engine.tique_url, **{**self.tique_options, **options})
-        return self.engine.native_connect()
+        from drivers.counting import CountingConnection
+
+        return CountingConnection(self.engine.native_connect(), self.engine.begins_explicitly)
 
     def is_abort(self, error: BaseException) -> bool:
         """Whether `error` means the transaction certainly did not commit and may be retried."""

@@ -86,6 +86,7 @@ class DuckDBConnection:
 
 class DuckDBEngine(Engine):
     name = "duckdb"
+    begins_explicitly = True  # psycopg sends BEGIN; the DuckDB adapter calls begin()
 
     def __init__(self, url: str | None = None, workdir: str | Path | None = None) -> None:
         self._scratch: Path | None = None  # a directory we made, removed on close

@@ -13,9 +13,19 @@ from drivers.qmark import ConnectionAdapter, qmark_to_dollar
 
 _names = itertools.count(1)
 
-# Commits are acknowledged only once in the WAL, so a crash-restart fault may not lose
-# one; fsync stays off (a process crash keeps the OS page cache) to spare the disk.
-CLUSTER_SETTINGS = {"synchronous_commit": "on", "max_connections": "300"}
+# The benchmarks' throwaway clusters are durable, as users run PostgreSQL: a commit is
+# acknowledged once its WAL is on disk (fsync and synchronous_commit on). `--postgres-fast`
+# turns fsync off (commits still wait for the WAL write, so a crash-restart fault loses
+# none). The choice is recorded in every result file (bench/results.py).
+DURABILITY = {"durable": True}
+
+
+def set_durable(durable: bool) -> None:
+    DURABILITY["durable"] = durable
+
+
+def cluster_settings() -> dict[str, str]:
+    return {"fsync": "on" if DURABILITY["durable"] else "off", "synchronous_commit": "on", "max_connections": "300"}
 
 
 def _translate(sql: str, params: Sequence[Any]) -> tuple[str, Sequence[Any]]:
@@ -24,13 +34,14 @@ def _translate(sql: str, params: Sequence[Any]) -> tuple[str, Sequence[Any]]:
 
 class PostgresEngine(Engine):
     name = "postgres"
+    begins_explicitly = True  # psycopg sends BEGIN; the DuckDB adapter calls begin()
 
     def __init__(self, url: str | None = None) -> None:
         self.cluster: Any = None
         if url is None:
             from drivers.pg_cluster import ThrowawayCluster
 
-            self.cluster = ThrowawayCluster(settings=CLUSTER_SETTINGS)
+            self.cluster = ThrowawayCluster(settings=cluster_settings())
             url = self.cluster.create_database(f"tique_bench_{os.getpid()}_{next(_names)}")
         self.url = url
 

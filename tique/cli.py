@@ -308,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     ov.set_defaults(func=_overhead)
 
     bench = sub.add_parser("bench", help="benchmarks: tique against native engines, printed side by side")
+    bench.add_argument("--postgres-fast", action="store_true",
+                       help="throwaway PostgreSQL clusters with fsync off (default: durable, fsync on, as users run it)")
     bench_sub = bench.add_subparsers(dest="benchmark", required=True)
     keys = bench_sub.add_parser("keys", help="transactions that read and update 2 random keys of a 10,000-row table")
     keys.add_argument("--monetdb", metavar="URL", help="monetdb://user:pw@host:port/db: native MonetDB vs tique-monetdb")
@@ -443,6 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "postgres_fast", False):
+        from drivers.postgres_engine import set_durable
+
+        set_durable(False)
     try:
         return int(args.func(args))
     except Exception as error:  # one clear line for the terminal; tracebacks with TIQUE_DEBUG=1

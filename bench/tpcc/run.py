@@ -32,6 +32,7 @@ from bench.tpcc.transactions import KINDS, MIX, UserRollback, Workload, executor
 from drivers import system_for
 
 ERROR_SAMPLES = 5
+SHORT_KINDS = {"new_order": "NewOrd", "payment": "Paym", "order_status": "OrdSt", "delivery": "Deliv", "stock_level": "StkLv"}
 
 
 @dataclass
@@ -42,8 +43,37 @@ class KindStats:
     errors: int = 0  # neither committed nor an abort: a failure the run reports
     latencies: list[float] = field(default_factory=list)  # seconds, of completed transactions
     skipped: int = 0  # Delivery: districts without an undelivered order
+    # What the completed transactions cost (Counters of tique/session.py, read the same
+    # way off tique and native connections), and the client thread's CPU time.
+    round_trips: int = 0
+    engine_commits: int = 0
+    engine_ns: int = 0
+    client_cpu_s: float = 0.0
+    costed: int = 0  # completed transactions whose cost is counted
+
+    def add_cost(self, cost: Any, cpu_s: float) -> None:
+        self.round_trips += cost.round_trips
+        self.engine_commits += cost.engine_commits
+        self.engine_ns += cost.engine_ns
+        self.client_cpu_s += cpu_s
+        self.costed += 1
+
+    def cost(self) -> dict[str, float]:
+        """Per completed transaction: round trips, engine commits, engine ms (wall time
+        waiting on the engine), client CPU ms (for embedded DuckDB the engine runs in the
+        client thread, so its CPU is in both)."""
+        n = self.costed
+        if not n:
+            return {}
+        return {"round_trips": self.round_trips / n, "engine_commits": self.engine_commits / n,
+                "engine_ms": self.engine_ns / n / 1e6, "client_cpu_ms": self.client_cpu_s / n * 1e3}
 
     def merge(self, other: "KindStats") -> None:
+        self.round_trips += other.round_trips
+        self.engine_commits += other.engine_commits
+        self.engine_ns += other.engine_ns
+        self.client_cpu_s += other.client_cpu_s
+        self.costed += other.costed
         self.commits += other.commits
         self.rollbacks += other.rollbacks
         self.aborts += other.aborts
@@ -97,11 +127,13 @@ class TpccRun:
             "txn_per_s": total.completed / self.seconds if self.seconds else 0.0,
             "commits": total.commits, "rollbacks": total.rollbacks, "aborts": total.aborts, "errors": total.errors,
             "abort_rate": total.abort_rate,
+            "per_transaction": total.cost(),
             "transactions": {kind: {"commits": s.commits, "rollbacks": s.rollbacks, "aborts": s.aborts,
                                     "errors": s.errors, "abort_rate": s.abort_rate,
                                     "per_s": s.completed / self.seconds if self.seconds else 0.0,
                                     "p50_ms": s.percentile_ms(50), "p95_ms": s.percentile_ms(95),
-                                    "p99_ms": s.percentile_ms(99), **({"skipped_districts": s.skipped} if kind == "delivery" else {})}
+                                    "p99_ms": s.percentile_ms(99), "per_transaction": s.cost(),
+                                    **({"skipped_districts": s.skipped} if kind == "delivery" else {})}
                              for kind, s in self.per_kind.items()},
             "error_samples": self.error_samples,
             "stuck_clients": self.stuck_clients,
@@ -139,6 +171,8 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
         try:
             while execute is not None and time.perf_counter() < window[1]:
                 kind = workload.choose(rng)
+                counted = getattr(conn, "counters", None)
+                cpu_began = time.thread_time()
                 began = time.perf_counter()
                 outcome = None
                 try:
@@ -171,6 +205,8 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
                     s.errors += 1
                 if status in ("commit", "rollback"):
                     s.latencies.append(finished - began)
+                    if counted is not None:
+                        s.add_cost(conn.counters - counted, time.thread_time() - cpu_began)
         finally:
             if conn is not None:
                 _quietly(conn.close)
@@ -238,17 +274,21 @@ def _redacted(url: str | None) -> str | None:
 
 
 def show(result: Result, console: Any = None) -> None:
+    from rich.console import Console
+
     m, p = result.metrics, result.parameters
     rows = []
     for kind, s in m["transactions"].items():
-        rows.append([kind.replace("_", "-"), s["commits"] + s["rollbacks"], s["aborts"], round(s["abort_rate"] * 100, 1),
-                     round(s["per_s"], 1), round(s["p50_ms"], 1), round(s["p95_ms"], 1), round(s["p99_ms"], 1)])
+        cost = s.get("per_transaction") or {}
+        rows.append([SHORT_KINDS[kind], s["commits"] + s["rollbacks"], round(s["abort_rate"] * 100, 1),
+                     round(s["per_s"], 1), round(s["p99_ms"], 1),
+                     *(round(cost[k], 1) if k in cost else "-" for k in ("round_trips", "engine_commits", "engine_ms", "client_cpu_ms"))])
     title = (f"TPC-C {result.system}: W={p['warehouses']}, {p['clients']} client(s), {p['duration_s']:g} s"
              + (f", 99% on {p['contention']} warehouse(s)" if p.get("contention") else ""))
-    table(title, ["type", "done", "aborts", "abort%", "per s", "p50 ms", "p95 ms", "p99 ms"], rows, console)
-    from rich.console import Console
-
+    table(title, ["type", "done", "abort%", "/s", "p99ms", "trips", "commits", "eng ms", "cpu ms"], rows, console)
     console = console or Console()
+    console.print("per completed transaction: round trips, engine commits, ms waiting on the engine, client CPU ms"
+                  " (embedded DuckDB runs in the client thread: its CPU is in both)")
     verdict_text = "not checked"
     if result.consistency is not None:
         failed = [f"{c['number']} ({c['violations']} {c['unit']})" for c in result.consistency["conditions"] if not c["holds"]]

@@ -1,0 +1,86 @@
+"""Native connections counted the way tique counts itself (tique/session.py), so that a
+benchmark compares like with like: every statement sent is a round trip whose wall time
+is engine time, `commit()` and `rollback()` are round trips, a commit is an engine
+commit, and a driver that opens each transaction with a BEGIN of its own (psycopg, and
+DuckDB's adapter) pays one more round trip at the transaction's first statement."""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from tique.session import Counters
+
+
+class CountingCursor:
+    def __init__(self, owner: "CountingConnection", cursor: Any) -> None:
+        self._owner = owner
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> "CountingCursor":
+        owner = self._owner
+        counters = owner.counters_live
+        if owner.begins_explicitly and not owner.in_transaction:
+            counters.round_trips += 1  # the driver's BEGIN
+        owner.in_transaction = True
+        started = time.perf_counter_ns()
+        try:
+            self._cursor.execute(sql, params)
+        finally:
+            counters.round_trips += 1
+            counters.engine_ns += time.perf_counter_ns() - started
+        return self
+
+    def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> None:
+        for params in seq_of_params:
+            self.execute(sql, params)
+
+    def __iter__(self) -> Any:
+        return iter(self._cursor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+class CountingConnection:
+    def __init__(self, conn: Any, begins_explicitly: bool) -> None:
+        self._conn = conn
+        self.begins_explicitly = begins_explicitly
+        self.in_transaction = False
+        self.counters_live = Counters()
+
+    @property
+    def counters(self) -> Counters:
+        return self.counters_live.copy()
+
+    def cursor(self) -> CountingCursor:
+        return CountingCursor(self, self._conn.cursor())
+
+    def _end(self, action: Any, commit: bool) -> None:
+        counters = self.counters_live
+        started = time.perf_counter_ns()
+        try:
+            action()
+        finally:
+            counters.round_trips += 1
+            counters.engine_ns += time.perf_counter_ns() - started
+            if commit and self.in_transaction:
+                counters.engine_commits += 1
+            self.in_transaction = False
+
+    def commit(self) -> None:
+        self._end(self._conn.commit, True)
+
+    def rollback(self) -> None:
+        self._end(self._conn.rollback, False)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "CountingConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
