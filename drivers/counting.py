@@ -8,13 +8,16 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
+from drivers.qmark import CursorAdapter
 from tique.session import Counters
 
 
-class CountingCursor:
+class CountingCursor(CursorAdapter):
+    """A native cursor (already taking `?`), each execute counted as a round trip."""
+
     def __init__(self, owner: "CountingConnection", cursor: Any) -> None:
+        super().__init__(cursor, lambda sql, params: (sql, params))
         self._owner = owner
-        self._cursor = cursor
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> "CountingCursor":
         owner = self._owner
@@ -29,16 +32,6 @@ class CountingCursor:
             counters.round_trips += 1
             counters.engine_ns += time.perf_counter_ns() - started
         return self
-
-    def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> None:
-        for params in seq_of_params:
-            self.execute(sql, params)
-
-    def __iter__(self) -> Any:
-        return iter(self._cursor)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
 
 
 class CountingConnection:

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
 
 import tique
-from tique.backends.base import Backend
 
 
 @dataclass
@@ -23,23 +20,6 @@ class Overhead:
     @property
     def driver_us(self) -> float:
         return self.tique_us - self.engine_us
-
-
-@contextmanager
-def counting(backend: Backend) -> Iterator[list[int]]:
-    """Counts the statements a backend sends to its engine (every one is a round trip)."""
-    counter = [0]
-    original = backend.execute
-
-    def execute(raw: Any, sql: str, params: Any) -> Any:
-        counter[0] += 1
-        return original(raw, sql, params)
-
-    backend.execute = execute  # type: ignore[method-assign]
-    try:
-        yield counter
-    finally:
-        del backend.execute
 
 
 def _median_us(samples: list[float]) -> float:
@@ -87,11 +67,11 @@ def measure(url: str, repeats: int = 2000) -> Overhead:
         "insert transaction, 1 row (with key check)": [("INSERT INTO tq_overhead VALUES (?, 0)", (100,))],
     }
     for name, statements in scenarios.items():
-        with counting(backend) as counter:
-            for sql, params in statements:
-                cur.execute(sql, params)
-            conn.commit()
-        trips[name] = counter[0]
+        before = conn.counters
+        for sql, params in statements:
+            cur.execute(sql, params)
+        conn.commit()
+        trips[name] = (conn.counters - before).round_trips
     cur.execute("DROP TABLE tq_overhead")
     conn.close()
     return Overhead(url.split(":")[0], _median_us(tique_times), _median_us(engine_times), planning, trips)

@@ -1,9 +1,8 @@
 """DuckDB, embedded: connections of one process share the database and an in-process oracle."""
 from __future__ import annotations
 
-import contextlib
 import re
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 from urllib.parse import unquote, urlsplit
 
 import duckdb
