@@ -98,6 +98,10 @@ class PlanCache:
                 self._plans.clear()
             self._plans[key] = plan
 
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+
 
 class Backend(ABC):
     dialect: str
