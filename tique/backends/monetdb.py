@@ -106,6 +106,10 @@ class _CountedCursor:
         with self._session.round_trip(origin or operation):
             return self._cursor.execute(operation, parameters)
 
+    def whole_results(self) -> None:
+        """The next result comes in its first reply, however many rows it has."""
+        self._cursor.replysize = -1
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
 
@@ -346,6 +350,10 @@ class MonetDBBackend(Backend):
     def _prepare(self, raw: Session, text: str) -> tuple[int, int] | None:
         plain = _FORMAT_MARK.sub(lambda m: "%" if m.group(1) == "%" else "?", text)
         cur = raw.cursor()
+        # PREPARE answers with a row per marker; past the reply size pymonetdb fetches the
+        # rest with Xexport, which it cannot parse for a PREPARE result ("length of row
+        # doesn't match header": an order's 10+ lines of 10 columns). Take it whole.
+        cur.whole_results()
         try:
             cur.execute(f"PREPARE {plain}")
         except pymonetdb.exceptions.Error:
