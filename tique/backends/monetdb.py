@@ -65,7 +65,9 @@ _SQLSTATE_CLASSES: dict[str, type[errors.Error]] = {
     "0A": errors.NotSupportedError,  # feature not supported
 }
 _SQLSTATE = re.compile(r"^([0-9A-Z]{5})!")
-_LABEL = re.compile(r"^%\d+$")  # MonetDB's name for an unaliased expression's column
+_LABEL = re.compile(r"^%\d+$")
+# Statements about the session, not its data: they run before a pending START TRANSACTION.
+_SESSION_ONLY = re.compile(r"\s*(?:PREPARE|DEALLOCATE|SET\s+optimizer)\b", re.IGNORECASE)  # MonetDB's name for an unaliased expression's column
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,16 @@ class _CountedCursor:
         self._session = session
         self._cursor = session.conn.cursor()
 
-    def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None) -> Any:
-        """`origin`: the statement an EXEC runs, which says whether it writes."""
-        with self._session.round_trip(origin or operation):
+    def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None, commit: bool = False) -> Any:
+        """`origin`: the statement an EXEC runs, which says whether it writes. A
+        transaction's pending START TRANSACTION travels in front of its first statement,
+        in the same request (MonetDB runs a request of several statements in order and
+        answers with the last one's result)."""
+        session = self._session
+        if session.pending_begin and not _SESSION_ONLY.match(operation):
+            session.pending_begin = False
+            operation = "START TRANSACTION; " + operation
+        with session.round_trip(origin or operation, commit=commit):
             return self._cursor.execute(operation, parameters)
 
     def whole_results(self) -> None:
@@ -370,19 +379,59 @@ class MonetDBBackend(Backend):
         return int(cursor.rowcount)
 
     def begin_engine(self, raw: Session) -> None:
-        raw.cursor().execute("START TRANSACTION")
+        """START TRANSACTION goes out with the transaction's first statement."""
+        raw.pending_begin = True
         raw.in_transaction = True
 
     def _commit_open(self, raw: Session) -> None:
         raw.in_transaction = False
+        if raw.pending_begin:  # nothing was sent: nothing to commit
+            raw.pending_begin = False
+            return
+        _CountedCursor(raw).execute("COMMIT", commit=True)
+
+    def commit_engine(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:
+        """The last statement's rows travel with the COMMIT in one request when it is one
+        of tique's inserts (the write-set): its read first, then `INSERT … VALUES …; COMMIT`."""
+        *first, last = statements if statements else [None]
+        cursors = [self.execute(raw, sql, params) for sql, params in first]
+        if last is None:
+            self._commit_open(raw)
+            return cursors
+        sql, params = last
+        text, values = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
+        split = None if getattr(sql, "direct", False) else _INTERNAL_INSERT.match(text)
+        if split is None:
+            cursors.append(self.execute(raw, sql, params))
+            self._commit_open(raw)
+            return cursors
+        target, columns, query = split.groups()
+        rows = self.execute(raw, FormatSQL(query), values).fetchall()
+        raw.in_transaction = False
         cur = _CountedCursor(raw)
-        with raw.round_trip(commit=True):
-            cur._cursor.execute("COMMIT")
+        try:
+            if rows:
+                marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
+                cur.execute(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}; COMMIT",
+                            [v for row in rows for v in row], commit=True)
+            else:
+                cur.execute("COMMIT", commit=True)
+        except pymonetdb.exceptions.Error:
+            raw.prepared.clear()
+            try:  # a failed INSERT leaves the transaction aborted and open; a failed COMMIT ended it
+                raw.cursor().execute("ROLLBACK")
+            except pymonetdb.exceptions.Error:
+                pass
+            raise
+        return cursors + [_Inserted(len(rows))]
 
     def rollback_engine(self, raw: Session) -> None:
         if not raw.in_transaction:
             return
         raw.in_transaction = False
+        if raw.pending_begin:
+            raw.pending_begin = False
+            return
         try:
             raw.cursor().execute("ROLLBACK")
         except pymonetdb.exceptions.Error:
