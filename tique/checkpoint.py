@@ -43,7 +43,7 @@ class Checkpointer:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.raw = backend.open()
+        self.raw = backend.open_background()
         self._compiled: dict[tuple[str, str], list[Compiled]] = {}
         self._metadata = [backend.compile(t) for t in template("common/checkpoint_purge_metadata.sql")]
 

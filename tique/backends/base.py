@@ -124,6 +124,12 @@ class Backend(ABC):
     def open(self) -> Any:
         """A raw engine connection in autocommit mode: every statement commits on its own."""
 
+    def open_background(self) -> Any:
+        """A raw connection for tique's own background work (the checkpointer). Its
+        steps are idempotent and repaired after a crash, so where an engine can commit
+        without waiting for the disk, it does (PostgreSQL: see metadata.sql, Durability)."""
+        return self.open()
+
     @abstractmethod
     def close_raw(self, raw: Any) -> None: ...
 

@@ -44,6 +44,12 @@ class PostgresBackend(Backend):
         # psycopg prepares a statement server-side once it has run a few times.
         return Session(psycopg.connect(self.url, autocommit=True, cursor_factory=psycopg.RawCursor, connect_timeout=int(self.connect_timeout)))
 
+    def open_background(self) -> Session:
+        raw = self.open()
+        with raw.round_trip():
+            raw.conn.execute("SET synchronous_commit = off")
+        return raw
+
     def close_raw(self, raw: Session) -> None:
         raw.conn.close()
 
