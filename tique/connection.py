@@ -492,7 +492,8 @@ class Connection:
         found = plan.variants.get(clean)
         if found is None:
             tree = read_storage(plan.source.copy(), self._lookup_or_refresh, clean)
-            tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash)
+            tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash,
+                                  lateral=self._backend.lateral_point_reads)
             found = plan.variants[clean] = self._backend.compile(tree)
         return found
 

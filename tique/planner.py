@@ -19,8 +19,8 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
-from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
-from tique.rewrite.snapshot import Formulation, choose_formulation
+from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
+from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan as Write
 from tique.rewrite.writes import ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
@@ -230,10 +230,10 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         if not touched:
             return NativePlan(backend.compile(tree), params)
         names = tuple(sorted({t.name for _, t in touched}))
-        analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
-                       for ref, t in touched)
+        analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
         source = tree.copy() if backend.cache_state is not None else None
-        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names, analytic, source)
+        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash, lateral=backend.lateral_point_reads)),
+                        params, names, analytic, source)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))

@@ -137,6 +137,10 @@ class Backend(ABC):
         self.closed = True
 
     supports_returning = True  # INSERT ... RETURNING: certification and commit marker in one statement
+    # A join that pins a tique table's key to earlier tables reads it by LATERAL point
+    # snapshots (tique/rewrite/lateral.py): for engines that push no join condition into
+    # a subquery but run a lateral one per row through indexes.
+    lateral_point_reads = False
 
     @abstractmethod
     def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:

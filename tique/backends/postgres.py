@@ -29,6 +29,7 @@ _TYPE_NAMES = {
 
 class PostgresBackend(Backend):
     dialect = "postgres"
+    lateral_point_reads = True
     missing_column = (re.compile(r'column (?:"?(?P<qualifier>[^".\s]+)"?\.)?"?(?P<column>[^".\s]+)"? (?:of relation "[^"]+" )?does not exist'),)
     missing_table = (re.compile(r'relation "(?P<table>[^"]+)" does not exist'),)
 

@@ -6,6 +6,7 @@ from typing import Callable
 from sqlglot import exp
 
 from tique.catalog import TableDef, normalize
+from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
 
@@ -95,13 +96,40 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
     return used or table.user_columns[:1]  # a projection needs one column (SELECT COUNT(*), EXISTS)
 
 
-def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False) -> exp.Expression:
-    """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's alias."""
-    # What each reference uses is read off the statement as written, before any swap.
-    found = [(ref, table, None if physical else used_columns(table, ref)) for ref, table in referenced_tables(tree, lookup)]
-    for ref, table, only in found:
+def lateral_read(table: TableDef, ref: exp.Table, lookup: Lookup, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
+    """The key values `ref` is read laterally by (tique/rewrite/lateral.py), or None.
+    Only where the engine can use them (`lateral`) and the formulation is not forced to scans."""
+    if not lateral or formulation is Formulation.SCAN:
+        return None
+    return lateral_key_values(table, ref, lookup)
+
+
+def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], lookup: Lookup, formulation: Formulation, lateral: bool) -> bool:
+    """Whether a read is analytic: some table is read by the scan formulation, and none
+    laterally (a lateral read is a nested loop of point reads, which an analytic read's
+    planning would forbid)."""
+    if any(lateral_read(t, ref, lookup, formulation, lateral) is not None for ref, t in touched):
+        return False
+    return any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
+               for ref, t in touched)
+
+
+def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
+                   lateral: bool = False) -> exp.Expression:
+    """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
+    alias; with `lateral`, a table whose key a join pins to the tables before it becomes
+    `LATERAL (point snapshot) AS alias`."""
+    # What each reference uses, and how it may be read, is read off the statement as
+    # written, before any swap.
+    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, lookup, formulation, lateral))
+             for ref, table in referenced_tables(tree, lookup)]
+    for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
+        if key_values is not None:
+            query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
+            ref.replace(exp.Lateral(this=exp.Subquery(this=query), alias=alias.copy()))
+            continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself

@@ -16,14 +16,19 @@ class Formulation(str, Enum):
 
 
 def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
-             point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None) -> exp.Query:
+             point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None,
+             key_values: dict[str, exp.Expression] | None = None) -> exp.Query:
     """The snapshot of `table` as a query. `physical` also projects the hidden row id and
     the packed key. `point`, the key values a point access pins (packed tables only),
     filters storage and cache to that key's packed value before anything is ranked: the
     statement's own filter on the key columns cannot pass a window partitioned by the
     packed key, so without this the engine would rank the whole table. `only`, the user
     columns a read uses (in table order), narrows what every level carries to those and
-    the key: engines bind and optimize each carried column at every level, per statement."""
+    the key: engines bind and optimize each carried column at every level, per statement.
+    `key_values`, what each key column equals (a lateral read: columns of the tables
+    before it), filters storage and cache by their key columns before anything is
+    ranked, so that each is read through its key index; a filter on the whole key keeps
+    whole partitions of the window, so the ranking is unchanged."""
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
@@ -34,6 +39,13 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     name = "common/snapshot_rank.sql" if formulation is Formulation.RANK else "common/snapshot_scan.sql"
     (query,) = table_template(name, table, columns, key_hash, carried)
     assert isinstance(query, exp.Query)
+    if key_values is not None:
+        for ref in list(query.find_all(exp.Table)):
+            if ref.name in (table.storage, table.cache):
+                branch = ref.find_ancestor(exp.Select)
+                assert branch is not None
+                side = ref.alias_or_name
+                branch.where(exp.and_(*[exp.EQ(this=column(k, side), expression=key_values[k].copy()) for k in table.key]), copy=False)
     if point is not None and table.packed:
         for ref in list(query.find_all(exp.Table)):
             if ref.name in (table.storage, table.cache):
