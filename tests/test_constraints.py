@@ -211,3 +211,35 @@ def test_adopt_refuses_foreign_keys(url: str, connect: Connect, engine: str) -> 
         with pytest.raises(tique.NotSupportedError, match="FOREIGN KEY"):
             adopt(admin, [name])
     assert admin.tables == {}
+
+
+def test_unique_on_a_composite_key_table_with_buffered_writes(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    # on MonetDB the two-integer key is packed into one column
+    run(conn, "CREATE TABLE t (a INTEGER, b INTEGER, code VARCHAR(8) UNIQUE, n INTEGER CHECK (n >= 0), PRIMARY KEY (a, b))")
+    run(conn, "INSERT INTO t VALUES (1, 1, 'x', 0), (1, 2, 'y', 0)")
+    refused(conn, "INSERT INTO t VALUES (2, 1, 'x', 0)", match="t_code_key")
+    run(conn, "UPDATE t SET b = b + 10")  # every key moves, every code stays
+    assert rows(conn, "SELECT a, b, code FROM t ORDER BY b") == [(1, 11, "x"), (1, 12, "y")]
+    buffered = connect(buffered_writes=True)
+    run(buffered, "INSERT INTO t VALUES (3, 1, 'z', 0)")
+    run(buffered, "UPDATE t SET code = 'z' WHERE b = 11")
+    with pytest.raises(tique.IntegrityError, match="t_code_key"):
+        buffered.commit()
+    run(buffered, "UPDATE t SET n = -1 WHERE b = 12")
+    with pytest.raises(tique.IntegrityError, match="t_n_check"):
+        buffered.commit()
+    assert rows(conn, "SELECT a, b, code, n FROM t ORDER BY b") == [(1, 11, "x", 0), (1, 12, "y", 0)]
+
+
+def test_parameters_bind_constrained_writes(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, u INTEGER UNIQUE CHECK (u > 0))")
+    for i in range(1, 4):  # the same texts again and again (MonetDB prepares them)
+        run(conn, "INSERT INTO t VALUES (?, ?)", (i, i))
+        refused(conn, "INSERT INTO t VALUES (?, ?)", (i + 100, i), match="t_u_key")
+        refused(conn, "UPDATE t SET u = ? WHERE id = ?", (-i, i), match="t_u_check")
+    with pytest.raises(tique.ProgrammingError, match="CHECK constraint cannot hold a parameter marker\n") as raised:
+        run(conn, "CREATE TABLE c (id INTEGER PRIMARY KEY, j INTEGER CHECK (j < ?))", (5,))
+    assert not INTERNAL.search(str(raised.value))
+    assert rows(conn, "SELECT id, u FROM t ORDER BY id") == [(1, 1), (2, 2), (3, 3)]

@@ -243,6 +243,8 @@ def _check_expression(expression: exp.Expression, table: str, names: set[str], d
     """The CHECK expression with each column quoted as stored (lower case, unqualified), so
     it reads the same wherever tique evaluates it. Subqueries are refused, as natively."""
     normalized = expression.copy()
+    if normalized.find(exp.Placeholder) is not None:
+        raise ProgrammingError(describe(statement, "a CHECK constraint cannot hold a parameter marker"))
     if normalized.find(exp.Query) is not None or normalized.find(exp.AggFunc) is not None or normalized.find(exp.Window) is not None:
         raise NotSupportedError(describe(statement, f"CHECK ({expression.sql(dialect)}): a CHECK constraint may use only the row's own columns, no subquery, aggregate or window"))
     for col in list(normalized.find_all(exp.Column)):
