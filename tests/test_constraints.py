@@ -243,3 +243,24 @@ def test_parameters_bind_constrained_writes(connect: Connect) -> None:
         run(conn, "CREATE TABLE c (id INTEGER PRIMARY KEY, j INTEGER CHECK (j < ?))", (5,))
     assert not INTERNAL.search(str(raised.value))
     assert rows(conn, "SELECT id, u FROM t ORDER BY id") == [(1, 1), (2, 2), (3, 3)]
+
+
+def test_unique_across_checkpoints(connect: Connect, native: Native) -> None:
+    """Values in storage, in the cache and in both (a row moved to a new value after the
+    checkpoint) are all found; a reader holding an old snapshot keeps its view."""
+    from tique.checkpoint import checkpoint
+
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, u INTEGER UNIQUE)")
+    run(conn, "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)")
+    checkpoint(conn)
+    assert native("SELECT count(*) FROM t_storage") == [(3,)]
+    refused(conn, "INSERT INTO t VALUES (4, 1)", match="t_u_key")
+    run(conn, "UPDATE t SET u = 10 WHERE id = 1")  # storage still says 1, the cache 10
+    run(conn, "INSERT INTO t VALUES (4, 1)")
+    refused(conn, "INSERT INTO t VALUES (5, 10)", match="t_u_key")
+    run(conn, "DELETE FROM t WHERE id = 2")
+    checkpoint(conn)
+    run(conn, "INSERT INTO t VALUES (5, 2)")
+    refused(conn, "UPDATE t SET u = 3 WHERE id = 5", match="t_u_key")
+    assert rows(conn, "SELECT id, u FROM t ORDER BY id") == [(1, 10), (3, 3), (4, 1), (5, 2)]
