@@ -264,3 +264,21 @@ def test_unique_across_checkpoints(connect: Connect, native: Native) -> None:
     run(conn, "INSERT INTO t VALUES (5, 2)")
     refused(conn, "UPDATE t SET u = 3 WHERE id = 5", match="t_u_key")
     assert rows(conn, "SELECT id, u FROM t ORDER BY id") == [(1, 10), (3, 3), (4, 1), (5, 2)]
+
+
+def test_the_workaround_for_foreign_keys_conflicts_with_a_parent_delete(connect: Connect) -> None:
+    """What the refusal advises: a child writer rewrites its parent row, so it and a
+    concurrent delete of the parent never both commit."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE p (id INTEGER PRIMARY KEY, name VARCHAR(10))")
+    run(setup, "CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER NOT NULL)")
+    run(setup, "INSERT INTO p VALUES (1, 'one')")
+    child, parent = connect(), connect()
+    assert run(child, "UPDATE p SET name = name WHERE id = ?", (1,)) == 1
+    run(child, "INSERT INTO c VALUES (10, 1)")
+    assert rows(parent, "SELECT count(*) FROM c WHERE p = 1") == [(0,)]  # the child is not visible yet
+    run(parent, "DELETE FROM p WHERE id = 1")
+    child.commit()
+    with pytest.raises(tique.SerializationFailure):
+        parent.commit()
+    assert table_rows(setup, "SELECT c.id, p.name FROM c JOIN p ON p.id = c.p") == [(10, "one")]

@@ -209,9 +209,11 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
 
 
 def _foreign_key_refused(statement: str) -> NotSupportedError:
-    return NotSupportedError(describe(statement, "FOREIGN KEY constraints are not supported on tique tables (they are not "
-                                                 "enforced, and tique never drops a constraint silently); declare the table "
-                                                 "without REFERENCES and check the parent row in the same transaction instead"))
+    return NotSupportedError(describe(statement, "FOREIGN KEY constraints are not supported on tique tables (tique cannot "
+                                                 "enforce them, and never drops a constraint silently); declare the table "
+                                                 "without REFERENCES and, in each transaction that writes a child row, read "
+                                                 "its parent row and write it (UPDATE parent SET c = c WHERE key = ?), so that "
+                                                 "a concurrent delete of the parent conflicts with it"))
 
 
 def _unique_columns(constraint: exp.UniqueColumnConstraint, own: tuple[str, ...], dialect: str, statement: str) -> tuple[str, ...]:
