@@ -206,7 +206,7 @@ def test_unsupported_ddl_between_transactions(connect: Connect, native: Native, 
     for statement, what in [
         ("CREATE TABLE c AS SELECT * FROM t", "AS SELECT"),
         ("CREATE OR REPLACE TABLE t (id INTEGER)", "OR REPLACE"),
-        ("CREATE TABLE u (id INTEGER, CHECK (id > 0))", "constraint"),
+        ("CREATE TABLE u (id INTEGER, FOREIGN KEY (id) REFERENCES t (id))", "FOREIGN KEY"),
         ("DROP TABLE t, t_other", "one tique table"),
     ]:
         with pytest.raises(tique.NotSupportedError, match=what) as raised:

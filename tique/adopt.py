@@ -6,9 +6,11 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, normalize
+import sqlglot
+
+from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, normalize, table_def_from_create
 from tique.rewrite.templates import packed_key
-from tique.errors import ProgrammingError
+from tique.errors import NotSupportedError, ProgrammingError
 
 _COLUMNS_SQL = """SELECT column_name, data_type, is_nullable, character_maximum_length, numeric_precision, numeric_scale
 FROM information_schema.columns WHERE table_name = $1 AND table_schema = $2 ORDER BY ordinal_position"""
@@ -69,6 +71,68 @@ def _native_columns(backend: Backend, raw: Any, name: str, schema: str) -> tuple
     return columns, [r[0] for r in backend.rows(raw, _PRIMARY_KEY_SQL, [name, schema])]
 
 
+# Each UNIQUE and CHECK constraint of the table (besides its primary key and NOT NULL) as
+# (name, kind, definition): the definition is SQL a CREATE TABLE accepts after CONSTRAINT
+# name, or for UNIQUE the columns. tique enforces them itself; foreign keys it refuses.
+_PG_CONSTRAINTS_SQL = """SELECT c.conname, c.contype, pg_get_constraintdef(c.oid) FROM pg_constraint AS c
+JOIN pg_class AS t ON t.oid = c.conrelid JOIN pg_namespace AS n ON n.oid = t.relnamespace
+WHERE t.relname = $1 AND n.nspname = $2 AND c.contype NOT IN ('p', 'n') ORDER BY c.oid"""
+
+_DUCKDB_CONSTRAINTS_SQL = """SELECT constraint_name, constraint_type, expression, constraint_column_names FROM duckdb_constraints()
+WHERE table_name = $1 AND schema_name = $2 AND constraint_type NOT IN ('PRIMARY KEY', 'NOT NULL') ORDER BY constraint_index"""
+
+_MONETDB_CONSTRAINTS_SQL = """SELECT k.name, k.type, o.name FROM sys.keys AS k JOIN sys.objects AS o ON o.id = k.id
+JOIN sys.tables AS t ON t.id = k.table_id JOIN sys.schemas AS s ON s.id = t.schema_id
+WHERE t.name = $1 AND s.name = $2 AND k.type <> 0 ORDER BY k.id, o.nr"""
+
+
+def _native_constraints(backend: Backend, raw: Any, name: str, schema: str) -> list[str]:
+    """The table's UNIQUE and CHECK constraints as table-constraint SQL of the backend's
+    dialect; refuses a table with a foreign key (or any other constraint), as tique
+    cannot enforce it: adopting must never drop a constraint."""
+    q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
+    refused = f"adopt: table {name!r} has a FOREIGN KEY (or is one's target); tique does not support foreign keys, so drop it first"
+    found: list[str] = []
+    if backend.dialect == "postgres":
+        for constraint, kind, definition in backend.rows(raw, _PG_CONSTRAINTS_SQL, [name, schema]):
+            if kind not in ("u", "c"):
+                raise NotSupportedError(refused if kind == "f" else f"adopt: table {name!r} has constraint {constraint!r} ({definition}), which tique cannot enforce; drop it first")
+            found.append(f"CONSTRAINT {q(constraint)} {definition}")
+    elif backend.dialect == "duckdb":
+        for constraint, kind, expression, columns in backend.rows(raw, _DUCKDB_CONSTRAINTS_SQL, [name, schema]):
+            if kind == "UNIQUE":
+                found.append(f"CONSTRAINT {q(constraint)} UNIQUE ({', '.join(q(c) for c in columns)})")
+            elif kind == "CHECK":
+                condition = expression if expression.upper().startswith("CHECK") else f"CHECK ({expression})"
+                found.append(f"CONSTRAINT {q(constraint)} {condition}")
+            else:
+                raise NotSupportedError(refused)
+    else:
+        keys: dict[str, tuple[int, list[str]]] = {}
+        for constraint, kind, column_name in backend.rows(raw, _MONETDB_CONSTRAINTS_SQL, [name, schema]):
+            keys.setdefault(constraint, (int(kind), []))[1].append(column_name)
+        for constraint, (kind, columns) in keys.items():
+            if kind != 1:
+                raise NotSupportedError(refused)
+            found.append(f"CONSTRAINT {q(constraint)} UNIQUE ({', '.join(q(c) for c in columns)})")
+    if _is_referenced(backend, raw, name, schema):
+        raise NotSupportedError(refused)
+    return found
+
+
+def _is_referenced(backend: Backend, raw: Any, name: str, schema: str) -> bool:
+    """Whether another table's foreign key references this one."""
+    if backend.dialect == "postgres":
+        sql = """SELECT 1 FROM pg_constraint AS c JOIN pg_class AS t ON t.oid = c.confrelid
+                 JOIN pg_namespace AS n ON n.oid = t.relnamespace WHERE c.contype = 'f' AND t.relname = $1 AND n.nspname = $2"""
+    elif backend.dialect == "duckdb":
+        sql = """SELECT 1 FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND referenced_table = $1 AND schema_name = $2"""
+    else:
+        sql = """SELECT 1 FROM sys.keys AS k JOIN sys.keys AS r ON r.id = k.rkey JOIN sys.tables AS t ON t.id = r.table_id
+                 JOIN sys.schemas AS s ON s.id = t.schema_id WHERE k.type = 2 AND t.name = $1 AND s.name = $2"""
+    return bool(backend.rows(raw, sql, [name, schema]))
+
+
 def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
     schema = _schema(backend, raw)
     found, key_columns = _native_columns(backend, raw, name, schema)
@@ -78,7 +142,17 @@ def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
     key = tuple(normalize(k) for k in key_columns)
     if any(c.name.startswith("tq_") for c in columns):
         raise ProgrammingError(f"adopt: table {name!r} has a column with the reserved prefix tq_")
-    return TableDef(normalize(name), columns, key or (ROWID,), not key)
+    table = TableDef(normalize(name), columns, key or (ROWID,), not key)
+    constraints = _native_constraints(backend, raw, name, schema)
+    if not constraints:
+        return table
+    # Read through the same parser as CREATE TABLE, so adopted constraints are kept
+    # exactly as a created table's would be.
+    ddl = canonical_ddl(table, backend.dialect)
+    declared = sqlglot.parse_one(f"{ddl[:-1]}, {', '.join(constraints)})", read=backend.dialect)
+    assert isinstance(declared, exp.Create)
+    parsed = table_def_from_create(declared, backend.dialect, f"adopt {name}")
+    return TableDef(table.name, columns, table.key, table.hidden_rowid, uniques=parsed.uniques, checks=parsed.checks)
 
 
 def _rename_to_storage(backend: Backend, raw: Any, table: TableDef, name: str) -> None:
@@ -91,6 +165,8 @@ def _rename_to_storage(backend: Backend, raw: Any, table: TableDef, name: str) -
         if not ddl.startswith(storage_ddl):
             backend.execute(raw, ddl, [])
     backend.execute(raw, f"ALTER TABLE {q(name)} RENAME TO {q(table.storage)}", [])
+    for unique in table.uniques:  # tique enforces them on snapshots; storage holds only stable rows
+        backend.execute(raw, f"ALTER TABLE {q(table.storage)} DROP CONSTRAINT {q(unique.name)}", [])
     hidden = PACKED if table.packed else ROWID if table.hidden_rowid else None
     if hidden is None:
         return

@@ -5,7 +5,7 @@ process memory, so every connection sees the same definition.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -26,6 +26,24 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Unique:
+    """A UNIQUE constraint: no two rows of a snapshot share non-NULL values of `columns`."""
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A CHECK constraint: `sql` (the expression, in the table's dialect) is not false
+    for any row. Kept as text, so a TableDef stays hashable and comparable."""
+    name: str
+    sql: str
+
+    def expression(self, dialect: str) -> exp.Expression:
+        return sqlglot.parse_one(self.sql, read=dialect)
+
+
+@dataclass(frozen=True)
 class TableDef:
     name: str
     columns: tuple[Column, ...]
@@ -34,6 +52,8 @@ class TableDef:
     # Physical only: the widths of the key columns when the engine also stores the key
     # packed into PACKED, the one column snapshots then partition and match by (see with_packed_key).
     packed_bits: tuple[int, ...] = ()
+    uniques: tuple[Unique, ...] = ()
+    checks: tuple[Check, ...] = ()
 
     @property
     def packed(self) -> bool:
@@ -99,7 +119,7 @@ def with_packed_key(table: TableDef, dialect: str) -> TableDef:
     bits = key_bits(table, dialect) if len(table.key) > 1 and not table.hidden_rowid else None
     if bits is None or sum(bits) > 128:
         return table
-    return TableDef(table.name, table.columns, table.key, table.hidden_rowid, packed_bits=bits)
+    return replace(table, packed_bits=bits)
 
 
 def normalize(name: str) -> str:
@@ -107,13 +127,17 @@ def normalize(name: str) -> str:
 
 
 def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> TableDef:
-    """Reads columns, NOT NULL, DEFAULT and single- or multi-column primary keys."""
+    """Reads columns, NOT NULL, DEFAULT, single- or multi-column primary keys, UNIQUE and
+    CHECK constraints. Every other constraint is refused: none is dropped silently."""
     schema = create.this
     if not isinstance(schema, exp.Schema) or not isinstance(schema.this, exp.Table):
         raise NotSupportedError(describe(statement, "CREATE TABLE ... AS SELECT is not supported for tique tables; create the table, then INSERT ... SELECT"))
     name = normalize(schema.this.name)
     columns: list[Column] = []
     key: list[str] = []
+    # (name the application gave or None, what it constrains), in declaration order
+    uniques: list[tuple[str | None, tuple[str, ...]]] = []
+    checks: list[tuple[str | None, str | None, exp.Expression]] = []  # (name, its column, expression)
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             col_name = normalize(item.name)
@@ -123,6 +147,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
             default = None
             for constraint in item.args.get("constraints") or []:
                 kind = constraint.kind
+                given = normalize(constraint.name) if constraint.name else None
                 if isinstance(kind, exp.PrimaryKeyColumnConstraint):
                     key.append(col_name)
                     not_null = True
@@ -130,17 +155,28 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
                     not_null = True
                 elif isinstance(kind, exp.DefaultColumnConstraint):
                     default = kind.this
+                elif isinstance(kind, exp.UniqueColumnConstraint):
+                    uniques.append((given, _unique_columns(kind, (col_name,), dialect, statement)))
+                elif isinstance(kind, exp.CheckColumnConstraint):
+                    checks.append((given, col_name, kind.this))
+                elif isinstance(kind, exp.Reference):
+                    raise _foreign_key_refused(statement)
             kind_sql = item.args["kind"].sql(dialect) if item.args.get("kind") else "VARCHAR"
             columns.append(Column(col_name, kind_sql, not_null, default))
-        elif isinstance(item, exp.PrimaryKey):
-            for part in item.expressions:
-                key.append(normalize(part.name if not isinstance(part, exp.Ordered) else part.this.name))
-        elif isinstance(item, (exp.Constraint,)) and any(isinstance(e, exp.PrimaryKey) for e in item.expressions):
-            for pk in item.expressions:
-                if isinstance(pk, exp.PrimaryKey):
-                    key.extend(normalize(p.name) for p in pk.expressions)
-        else:
-            raise NotSupportedError(describe(statement, f"table constraint {item.sql(dialect)!r} is not supported on tique tables"))
+            continue
+        given = normalize(item.name) if isinstance(item, exp.Constraint) and item.name else None
+        parts = item.expressions if isinstance(item, exp.Constraint) else [item]
+        for part in parts:
+            if isinstance(part, exp.PrimaryKey):
+                key.extend(normalize(p.this.name if isinstance(p, exp.Ordered) else p.name) for p in part.expressions)
+            elif isinstance(part, exp.UniqueColumnConstraint):
+                uniques.append((given, _unique_columns(part, (), dialect, statement)))
+            elif isinstance(part, exp.CheckColumnConstraint):
+                checks.append((given, None, part.this))
+            elif isinstance(part, (exp.ForeignKey, exp.Reference)):
+                raise _foreign_key_refused(statement)
+            else:
+                raise NotSupportedError(describe(statement, f"table constraint {item.sql(dialect)!r} is not supported on tique tables"))
     if not columns:
         raise ProgrammingError(describe(statement, "a table needs at least one column"))
     names = {c.name for c in columns}
@@ -149,7 +185,79 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
     columns = [Column(c.name, c.type_sql, c.not_null or c.name in key, c.default) for c in columns]
     hidden = not key
-    return TableDef(name, tuple(columns), tuple(key) if key else (ROWID,), hidden)
+    taken: set[str] = set()
+    unique_defs = []
+    for given, unique_columns in uniques:
+        for c in unique_columns:
+            if c not in names:
+                raise ProgrammingError(describe(statement, f"UNIQUE names {c!r}, which is not a column of {name}"))
+        constraint_name = given or _native_name(name, unique_columns, "key", taken)
+        taken.add(constraint_name)
+        # A primary key already makes any superset of its columns unique.
+        if key and set(key) <= set(unique_columns):
+            continue
+        unique_defs.append(Unique(constraint_name, unique_columns))
+    check_defs = []
+    for given, column_name, expression in checks:
+        normalized = _check_expression(expression, name, names, dialect, statement)
+        referenced = (column_name,) if column_name else tuple(dict.fromkeys(normalize(c.name) for c in normalized.find_all(exp.Column)))[:1]
+        constraint_name = given or _native_name(name, referenced, "check", taken)
+        taken.add(constraint_name)
+        check_defs.append(Check(constraint_name, normalized.sql(dialect)))
+    return TableDef(name, tuple(columns), tuple(key) if key else (ROWID,), hidden,
+                    uniques=tuple(unique_defs), checks=tuple(check_defs))
+
+
+def _foreign_key_refused(statement: str) -> NotSupportedError:
+    return NotSupportedError(describe(statement, "FOREIGN KEY constraints are not supported on tique tables (tique cannot "
+                                                 "enforce them, and never drops a constraint silently); declare the table "
+                                                 "without REFERENCES and, in each transaction that writes a child row, read "
+                                                 "its parent row and write it (UPDATE parent SET c = c WHERE key = ?), so that "
+                                                 "a concurrent delete of the parent conflicts with it"))
+
+
+def _unique_columns(constraint: exp.UniqueColumnConstraint, own: tuple[str, ...], dialect: str, statement: str) -> tuple[str, ...]:
+    """The columns a UNIQUE constraint covers: its list, or the column it is declared on."""
+    if constraint.args.get("nulls"):
+        raise NotSupportedError(describe(statement, "UNIQUE NULLS NOT DISTINCT is not supported on tique tables; declare the columns NOT NULL instead"))
+    include = constraint.args.get("include")
+    if constraint.args.get("index_type") or (include is not None and any(v for k, v in include.args.items() if k != "with_storage")):
+        raise NotSupportedError(describe(statement, f"{constraint.sql(dialect)!r}: index options of a UNIQUE constraint are not supported on tique tables"))
+    listed = constraint.this
+    if isinstance(listed, exp.Schema):
+        return tuple(normalize(c.name) for c in listed.expressions)
+    if listed is not None:
+        return (normalize(listed.name),)
+    return own
+
+
+def _native_name(table: str, columns: tuple[str, ...], suffix: str, taken: set[str]) -> str:
+    """The name PostgreSQL gives an unnamed constraint (t_a_b_key, t_a_check), unique in the table."""
+    base = "_".join((table, *columns, suffix))
+    found, n = base, 0
+    while found in taken:
+        n += 1
+        found = f"{base}{n}"
+    return found
+
+
+def _check_expression(expression: exp.Expression, table: str, names: set[str], dialect: str, statement: str) -> exp.Expression:
+    """The CHECK expression with each column quoted as stored (lower case, unqualified), so
+    it reads the same wherever tique evaluates it. Subqueries are refused, as natively."""
+    normalized = expression.copy()
+    if normalized.find(exp.Placeholder) is not None:
+        raise ProgrammingError(describe(statement, "a CHECK constraint cannot hold a parameter marker"))
+    if normalized.find(exp.Query) is not None or normalized.find(exp.AggFunc) is not None or normalized.find(exp.Window) is not None:
+        raise NotSupportedError(describe(statement, f"CHECK ({expression.sql(dialect)}): a CHECK constraint may use only the row's own columns, no subquery, aggregate or window"))
+    for col in list(normalized.find_all(exp.Column)):
+        qualifier = normalize(col.table) if col.table else None
+        if qualifier not in (None, table) or col.args.get("db"):
+            raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {col.sql(dialect)}, which is not a column of {table}"))
+        column_name = normalize(col.name)
+        if column_name not in names:
+            raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {column_name!r}, which is not a column of {table}"))
+        col.replace(exp.Column(this=exp.to_identifier(column_name, quoted=True)))
+    return normalized
 
 
 def parse_catalog_row(ddl: str, dialect: str) -> TableDef:
@@ -170,6 +278,12 @@ def canonical_ddl(table: TableDef, dialect: str) -> str:
         defs.append(exp.ColumnDef(this=exp.to_identifier(c.name, quoted=True), kind=exp.DataType.build(c.type_sql, dialect=dialect), constraints=constraints))
     if not table.hidden_rowid:
         defs.append(exp.PrimaryKey(expressions=[exp.to_identifier(k, quoted=True) for k in table.key]))
+    for unique in table.uniques:
+        listed = exp.Schema(expressions=[exp.to_identifier(c, quoted=True) for c in unique.columns])
+        defs.append(exp.Constraint(this=exp.to_identifier(unique.name, quoted=True), expressions=[exp.UniqueColumnConstraint(this=listed)]))
+    for check in table.checks:
+        defs.append(exp.Constraint(this=exp.to_identifier(check.name, quoted=True),
+                                   expressions=[exp.CheckColumnConstraint(this=check.expression(dialect))]))
     # Quoted, so names that are reserved words (a column "order") parse back in every dialect.
     create = exp.Create(this=exp.Schema(this=exp.Table(this=exp.to_identifier(table.name, quoted=True)), expressions=defs), kind="TABLE")
     return create.sql(dialect)

@@ -19,6 +19,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
+from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
@@ -50,9 +51,13 @@ class ReadPlan:
 class WritePlan:
     table: TableDef
     inserts: tuple[Compiled, ...]
+    # One row of counts: (duplicate keys, existing keys) when `checks_keys`, then one
+    # count per entry of `violations`, which says what a non-zero count means.
     validation: Compiled | None
     undo: Compiled
     params: int
+    checks_keys: bool = False
+    violations: tuple[tuple[str, str], ...] = ()  # (CHECK or UNIQUE, message)
 
 
 @dataclass(frozen=True)
@@ -250,19 +255,31 @@ def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
     return found
 
 
-def _key_check(backend: Backend, write: Write) -> Compiled | None:
-    """The table's key check, compiled once per table (and whether ranged); an INSERT ...
-    VALUES binds the range of its keys to it per call (KeyCheck)."""
-    if not write.checks_keys:
-        return None
-    table, ranged = write.table, write.written_keys is not None
-    check = _shared(backend, ("key check", table, ranged),
-                    lambda: backend.compile(validation(table, backend.key_hash, backend.dialect, ranged=ranged)))
+def _key_check(backend: Backend, write: Write) -> tuple[Compiled | None, tuple[tuple[str, str], ...]]:
+    """The table's validating read and what each constraint count in it means, compiled
+    once per table, whether ranged and which constraints the write can break; an INSERT
+    ... VALUES binds the range of its keys to it per call (KeyCheck). Tables without
+    UNIQUE or CHECK constraints get the key check alone, as before."""
+    table = write.table
+    checks = constraint_checks(table, write.assigned, backend.key_hash, backend.dialect) if table.uniques or table.checks else []
+    if not write.checks_keys and not checks:
+        return None, ()
+    ranged = write.checks_keys and write.written_keys is not None
+    violations = tuple((kind, message) for kind, message, _ in checks)
+
+    def build() -> Compiled:
+        query = validation(table, backend.key_hash, backend.dialect, ranged=ranged) if write.checks_keys else exp.select()
+        assert query is not None
+        for i, (_, _, count) in enumerate(checks):
+            query = query.select(exp.alias_(count, f"tq_violations_{i}"), copy=False)
+        return backend.compile(query)
+
+    check = _shared(backend, ("key check", table, ranged, write.checks_keys, violations), build)
     if not ranged:
-        return check
+        return check, violations
     assert write.written_keys is not None
     ranges = tuple((low, high) for _, low, high in ranged_key(table, backend.dialect))
-    return KeyCheck(check.sql, check.names, write.written_keys, ranges)
+    return KeyCheck(check.sql, check.names, write.written_keys, ranges), violations
 
 
 def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int) -> WritePlan:
@@ -280,5 +297,6 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
     else:
         inserts = tuple(backend.compile(i) for i in write.inserts)
-    return WritePlan(table, inserts, _key_check(backend, write),
-                     _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params)
+    check, violations = _key_check(backend, write)
+    return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
+                     write.checks_keys, violations)

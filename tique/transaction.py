@@ -35,6 +35,7 @@ from sqlglot import exp
 from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
+from tique.rewrite.constraints import write_set_parts as unique_write_set
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
@@ -77,7 +78,8 @@ class Transaction:
     def write_context(self) -> dict[str, int]:
         base = self.next_seq
         self.next_seq += 2
-        return {"tq_txid": self.txid, "tq_sts": self.statement_sts, "tq_seq_limit": base, "tq_seq_tomb": base, "tq_seq_write": base + 1}
+        return {"tq_txid": self.txid, "tq_sts": self.statement_sts, "tq_seq_limit": base, "tq_seq_tomb": base, "tq_seq_write": base + 1,
+                "tq_seq_after": base + 2}
 
 
 class CommitStatements:
@@ -110,6 +112,7 @@ class CommitStatements:
         compiled = self._write_sets.get(key)
         if compiled is None:
             parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key[0]]
+            parts += [part for t in key[0] for part in unique_write_set(t, self.backend.key_hash)]
             union = parts[0]
             for part in parts[1:]:
                 union = exp.union(union, part, distinct=False)
@@ -142,11 +145,19 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
         raise IntegrityError(describe(statement, f"NULL in a NOT NULL column of {plan.table.name}: {column}")) from error
     counts = [backend.affected(cur) for cur in cursors[:len(plan.inserts)]]
     if plan.validation is not None:
-        (duplicates, existing), = cursors[-1].fetchall()
-        if duplicates or existing:
+        (row,) = cursors[-1].fetchall()
+        counts_of_violations = row[2:] if plan.checks_keys else row
+        # CHECK first, as engines check a row before its keys; then keys, then UNIQUE.
+        for (kind, message), count in zip(plan.violations, counts_of_violations):
+            if count and kind == "CHECK":
+                raise IntegrityError(describe(statement, message))
+        if plan.checks_keys and (row[0] or row[1]):
             key = ", ".join(plan.table.key)
-            problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
+            problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(row[0]) + int(row[1])} row(s) would repeat a key"
             raise IntegrityError(describe(statement, problem))
+        for (_, message), count in zip(plan.violations, counts_of_violations):
+            if count:
+                raise IntegrityError(describe(statement, message))
     return counts[0]
 
 

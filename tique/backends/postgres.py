@@ -175,8 +175,14 @@ class PostgresBackend(Backend):
     def cache_indexes(self, table: TableDef) -> list[str]:
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
         key = ", ".join(q(k) for k in table.key)
-        return [f"CREATE INDEX {q(table.cache + '_key')} ON {q(table.cache)} ({key})",
-                f"CREATE INDEX {q(table.cache + '_txid')} ON {q(table.cache)} (tq_txid)"]
+        indexes = [f"CREATE INDEX {q(table.cache + '_key')} ON {q(table.cache)} ({key})",
+                   f"CREATE INDEX {q(table.cache + '_txid')} ON {q(table.cache)} (tq_txid)"]
+        # A UNIQUE check looks up the values a statement wrote in both tables, as the
+        # engine's own unique index would.
+        for i, unique in enumerate(table.uniques):
+            listed = ", ".join(q(c) for c in unique.columns)
+            indexes += [f"CREATE INDEX {q(f'{physical}_u{i}')} ON {q(physical)} ({listed})" for physical in (table.storage, table.cache)]
+        return indexes
 
     def not_null_column(self, error: BaseException) -> str | None:
         if isinstance(error, psycopg.errors.NotNullViolation):

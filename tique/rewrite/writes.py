@@ -37,6 +37,9 @@ class WritePlan:
     # statement is that row `rows` times, each next one taking the next `width` of the
     # application's parameters (see same_shape); None when it holds every row.
     repeat: tuple[int, int] | None = None
+    # The columns the write gives values, for the constraints it must check: None for
+    # every column (INSERT), the assigned ones for an UPDATE, none for a DELETE.
+    assigned: frozenset[str] | None = None
 
 
 def _param(name: str, type_: str = "BIGINT") -> exp.Expression:
@@ -362,7 +365,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
         inserts.append(_cache_insert(table, tombstones))
     inserts.append(_cache_insert(table, source.select(*new_values, *_metadata("tq_seq_write", False))))
-    return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid)
+    return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
 def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -371,4 +374,4 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulatio
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
     select = source.select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_write", True))
-    return WritePlan(table, (_cache_insert(table, select),), 0, False)
+    return WritePlan(table, (_cache_insert(table, select),), 0, False, assigned=frozenset())
