@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -26,6 +26,41 @@ from tique.rewrite.templates import table_template, template
 
 
 CONFLICT_RETRIES = 20
+TABLE_STEPS = ("delete_storage", "insert_storage", "purge_cache")  # per table, in order
+
+
+class CheckpointPauseTimeout(RuntimeError):
+    """An armed pause point was reached and nobody resumed the run in time."""
+
+
+@dataclass
+class PausePoint:
+    """Debug fault, off unless a test arms one on a Checkpointer: holds the run just after
+    `after` (one of TABLE_STEPS) of `table` has committed, so a test can read what the
+    database shows between two steps.
+
+    Invariant: the run sets `reached` only once that step's statement has committed, and
+    runs no further statement until `resume` is set. Neither side waits forever: the run
+    gives up after `timeout` seconds (failing its round, which leaves the database as a
+    crash between steps would, repaired by the next run), and a test waits on `reached`
+    with a bound of its own. A held run keeps the checkpoint latch, so other runs skip
+    their rounds meanwhile."""
+    table: str
+    after: str
+    timeout: float = 60.0
+    reached: threading.Event = field(default_factory=threading.Event)
+    resume: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        if self.after not in TABLE_STEPS:
+            raise ValueError(f"no checkpoint step {self.after!r}; the steps are {', '.join(TABLE_STEPS)}")
+
+    def hold(self, table: str, step: str) -> None:
+        if table != self.table or step != self.after:
+            return
+        self.reached.set()
+        if not self.resume.wait(self.timeout):
+            raise CheckpointPauseTimeout(f"checkpoint paused after {step} of {table} for {self.timeout} s and was not resumed")
 
 
 @dataclass
@@ -46,6 +81,7 @@ class Checkpointer:
         self.raw = backend.open_background()
         self._compiled: dict[tuple[str, str], list[Compiled]] = {}
         self._metadata = [backend.compile(t) for t in template("common/checkpoint_purge_metadata.sql")]
+        self.pause: PausePoint | None = None  # debug fault (see PausePoint); None in normal use
 
     def close(self) -> None:
         self.backend.close_raw(self.raw)
@@ -56,7 +92,7 @@ class Checkpointer:
         if found is None:
             table = self.backend.catalog_tables(self.raw, [(name, ddl)])[name]
             found = []
-            for step in ("delete_storage", "insert_storage", "purge_cache"):
+            for step in TABLE_STEPS:
                 (tree,) = table_template(f"common/checkpoint_{step}.sql", table, table.physical_columns, self.backend.key_hash)
                 found.append(self.backend.compile(tree))
             self._compiled[key] = found
@@ -101,6 +137,11 @@ class Checkpointer:
         if count == 0:
             state.counted_empty(name, version)
 
+    def _hold(self, table: str, step: str) -> None:
+        pause = self.pause
+        if pause is not None:
+            pause.hold(table, step)
+
     def _run(self, started: float) -> CheckpointReport:
         backend, raw = self.backend, self.raw
         stable = backend.oracle.stable_timestamp(raw)
@@ -110,11 +151,12 @@ class Checkpointer:
         moved = purged = 0
         for name, ddl in catalog:
             delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
-            for step in (delete_storage, insert_storage):
-                cur = self._execute(step, context)
-                if step is insert_storage:
-                    moved += max(backend.affected(cur), 0)
+            self._execute(delete_storage, context)
+            self._hold(name, "delete_storage")
+            moved += max(backend.affected(self._execute(insert_storage, context)), 0)
+            self._hold(name, "insert_storage")
             purged += max(backend.affected(self._execute(purge_cache, context)), 0)
+            self._hold(name, "purge_cache")
             self._note_if_empty(name)
         for step in self._metadata:
             self._execute(step, context)

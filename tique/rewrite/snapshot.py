@@ -51,6 +51,21 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
             if ref.name in (table.storage, table.cache):
                 branch = ref.find_ancestor(exp.Select)
                 assert branch is not None
+                # Storage too is filtered by the packed key, never by equality on every key
+                # column: MonetDB (11.45 here; upstream issue 7783, still in Dec2025) answers
+                # that through the PRIMARY KEY's hash index and keeps rows that committed
+                # deletes removed, which a scan (tq_pk) drops. Checkpoint step 1 deletes a
+                # key's storage row, step 2 appends its new version (beside the deleted row
+                # while any transaction begun before the delete runs), step 3 purges the
+                # cache: such a filter then finds both storage rows, which rank equal, so a
+                # point read sees two rows of one key and an UPDATE writes two versions that
+                # step 2 can never move (storage's PRIMARY KEY), while step 1 goes on
+                # deleting: TPC-C's district storage emptied. A deleted key comes back the
+                # same way. Nor is the key columns' form faster: in `tique bench packed` (1M
+                # rows, medians of 600-1000 per run) packed point reads beat the 3-column
+                # table's 1.43-1.73x this way, 1.01-1.02x by the key columns, 0.92-1.12x with
+                # the last of them as a BETWEEN (correct: that avoids the index).
+                # tests/test_packed_checkpoint_race.py pins the mechanism.
                 branch.where(exp.EQ(this=column(PACKED, ref.alias_or_name), expression=packed_key(table, point)), copy=False)
     return query
 

@@ -148,7 +148,10 @@ def _range_filter(table: TableDef, side: str, ranged: tuple[tuple[str, int, int]
     before anything is ranked; the semi-join beside it keeps the check exact. One text
     for any number of rows. A packed table filters its cache by the packed key, which
     orders keys as the columns do; its storage is left to the semi-join alone, as MonetDB
-    would compare every row's 128-bit packed key."""
+    would compare every row's 128-bit packed key. Never equality on every key column of
+    storage: MonetDB answers that through the PRIMARY KEY's index, which still finds rows
+    the checkpointer deleted, so a key deleted and checkpointed would count as present
+    (see snapshot.snapshot)."""
     casts = [(name, exp.cast(_bound(f"tq_lo_{i}"), data_type(table.column(name).type_sql, dialect)),
               exp.cast(_bound(f"tq_hi_{i}"), data_type(table.column(name).type_sql, dialect)))
              for i, (name, _, _) in enumerate(ranged)]
