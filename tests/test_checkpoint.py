@@ -246,3 +246,27 @@ def test_concurrent_checkpointers_lose_nothing(connect: Connect) -> None:
     cur.execute("SELECT k, v FROM kv ORDER BY k")
     assert cur.fetchall() == [(k, f"n{50 + k}") for k in range(10)]
     conn.commit()
+
+
+def test_a_background_round_that_keeps_failing_is_logged_once(connect: Connect, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A step that fails every round must not pass unseen (a storage key violation went
+    unnoticed this way), nor flood the log: one warning per distinct error."""
+    import logging
+
+    from tique.checkpoint import BackgroundCheckpointer
+
+    conn = connect()
+    conn.cursor().execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
+    conn.commit()
+    background = BackgroundCheckpointer(conn.backend, 0.005)
+    conn.backend.close_raw(background.checkpointer.raw)  # every round now fails the same way
+    with caplog.at_level(logging.WARNING, logger="tique.checkpoint"):
+        background.start()
+        try:
+            assert wait_for(lambda: background.failures >= 3)
+        finally:
+            background.stop()
+    warnings = [r for r in caplog.records if r.name == "tique.checkpoint"]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "background checkpoint round failed" in warnings[0].getMessage()
+    assert background.runs == 0

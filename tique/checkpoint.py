@@ -12,6 +12,7 @@ taken skips its round.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -20,12 +21,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique.backends.base import Backend
+from tique.backends.base import Backend, user_terms
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
 
 CONFLICT_RETRIES = 20
+_log = logging.getLogger("tique.checkpoint")
 TABLE_STEPS = ("delete_storage", "insert_storage", "purge_cache")  # per table, in order
 
 
@@ -84,7 +86,10 @@ class Checkpointer:
         self.pause: PausePoint | None = None  # debug fault (see PausePoint); None in normal use
 
     def close(self) -> None:
-        self.backend.close_raw(self.raw)
+        try:
+            self.backend.close_raw(self.raw)
+        except Exception:  # already closed, or dropped by the engine: nothing left to release
+            pass
 
     def _table_statements(self, name: str, ddl: str) -> list[Compiled]:
         key = (name, ddl)
@@ -179,6 +184,7 @@ class BackgroundCheckpointer(threading.Thread):
         self.checkpointer = Checkpointer(backend)
         self.stopping = threading.Event()
         self.runs = 0
+        self.failures = 0
         self.last_error: BaseException | None = None
 
     def run(self) -> None:
@@ -188,9 +194,19 @@ class BackgroundCheckpointer(threading.Thread):
                     self.checkpointer.run_once()
                     self.runs += 1
                 except Exception as error:  # a failed round is retried next interval
-                    self.last_error = error
+                    self._failed(error)
         finally:
             self.checkpointer.close()
+
+    def _failed(self, error: Exception) -> None:
+        """A failed round is logged when its error differs from the last one's: a step
+        that fails every round (a storage key violation, say) must not pass unseen, nor
+        flood the log."""
+        self.failures += 1
+        if self.last_error is None or str(error) != str(self.last_error):
+            _log.warning("background checkpoint round failed (%d so far; retried every %.3gs): %s",
+                         self.failures, self.interval, user_terms(str(error)))
+        self.last_error = error
 
     def stop(self) -> None:
         self.stopping.set()
