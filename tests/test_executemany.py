@@ -138,3 +138,16 @@ def test_expressions_in_the_row_and_other_statements(connect: Connect) -> None:
     assert cur.rowcount == 0
     conn.commit()
     assert rows(connect(), "SELECT id, grp, note FROM items WHERE id > 100 ORDER BY id") == [(101, 2, "x"), (102, 4, "y")]
+
+
+def test_buffered_writes_send_the_batches_at_commit(connect: Connect) -> None:
+    conn = connect(buffered_writes=True)
+    setup(conn)
+    cur = conn.cursor()
+    cur.executemany(INSERT, values(2, 500))
+    conn.commit()
+    assert count(connect()) == 501
+    cur.executemany(INSERT, values(600, 10) + [(2, 1, "again")])
+    with pytest.raises(tique.IntegrityError, match="duplicate primary key"):
+        conn.commit()  # buffered: key violations surface at commit
+    assert count(connect()) == 501
