@@ -151,3 +151,37 @@ def test_buffered_writes_send_the_batches_at_commit(connect: Connect) -> None:
     with pytest.raises(tique.IntegrityError, match="duplicate primary key"):
         conn.commit()  # buffered: key violations surface at commit
     assert count(connect()) == 501
+
+
+def test_many_rows_land_as_the_same_rows_one_by_one_would(connect: Connect) -> None:
+    """Many rows may travel differently (DuckDB: one list per parameter); what lands is
+    what single-row inserts of the same values give, type by type, NULLs included."""
+    import datetime
+    import decimal
+
+    conn = connect()
+    for name in ("many", "single"):
+        run(conn, f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, n BIGINT, d DECIMAL(10, 2), day DATE, ok BOOLEAN, "
+                  f"txt VARCHAR(20), f DOUBLE, tag VARCHAR(10) DEFAULT 'dflt')")
+    conn.commit()
+    data = [(i, None if i % 5 == 0 else i * 10_000_000_000, decimal.Decimal(i) / 4, datetime.date(2024, 1, 1 + i % 28),
+             None if i % 3 == 0 else i % 2 == 0, None if i % 4 == 0 else f"text {i}", i / 3) for i in range(40)]
+    columns = "(id, n, d, day, ok, txt, f)"
+    cur = conn.cursor()
+    cur.executemany(f"INSERT INTO many {columns} VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+    assert cur.rowcount == 40
+    for row in data:
+        cur.execute(f"INSERT INTO single {columns} VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+    conn.commit()
+    many = rows(conn, "SELECT * FROM many ORDER BY id")
+    assert many == rows(conn, "SELECT * FROM single ORDER BY id")
+    assert len(many) == 40 and many[1][7] == "dflt"
+
+
+def test_many_rows_with_expressions(connect: Connect) -> None:
+    conn = connect()
+    setup(conn)
+    cur = conn.cursor()
+    cur.executemany("INSERT INTO items (note, id, grp) VALUES (upper(?), ? + 100, ? * 2)", [(f"n{i}", i, i) for i in range(1, 41)])
+    assert cur.rowcount == 40
+    assert rows(conn, "SELECT id, grp, note FROM items WHERE id IN (101, 140) ORDER BY id") == [(101, 2, "N1"), (140, 80, "N40")]
