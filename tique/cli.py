@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -192,17 +193,23 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
         try:
             _register(sub, part)
         except ModuleNotFoundError as error:
-            if not _is_third_party(error, part):
+            if not _absent(error):
                 raise
             _stand_in(sub, part, f" (not installed: pip install 'tique[{extra_for(error.name, part.extra)}]')", _missing(part, error))
     return parser
 
 
-def _is_third_party(error: ModuleNotFoundError, part: Part) -> bool:
-    """Whether a failed import is of something an extra installs (rich, numpy, psycopg, or
-    the part's package itself), not a broken module of this project."""
-    name = (error.name or "").split(".")[0]
-    return name not in ("tique",) and not (name == part.module.split(".")[0] and error.name != name)
+def _absent(error: ModuleNotFoundError) -> bool:
+    """Whether a failed import is of a package that is not installed at all (rich, numpy,
+    psycopg, or the part's own package), which an extra brings, rather than a module
+    missing from a package that is there (a broken install, or a bug)."""
+    top = (error.name or "").split(".")[0]
+    if not top:
+        return False
+    try:
+        return importlib.util.find_spec(top) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _command_of(argv: list[str]) -> str | None:
@@ -216,16 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(load=() if command is None else (command,)).parse_args(argv)
     try:
         return int(args.func(args))
-    except ModuleNotFoundError as error:
-        part = next((p for p in _installed_parts() if args.command in p.commands), None)
-        if part is None or os.environ.get("TIQUE_DEBUG"):
-            raise
-        print(_not_installed(args.command, error, part), file=sys.stderr)
-        return 1
     except Exception as error:  # one clear line for the terminal; tracebacks with TIQUE_DEBUG=1
         if os.environ.get("TIQUE_DEBUG"):
             raise
-        print(redact(f"tique {args.command}: {type(error).__name__}: {error}"), file=sys.stderr)
+        part = next((p for p in _installed_parts() if args.command in p.commands), None)
+        if isinstance(error, ModuleNotFoundError) and part is not None and _absent(error):
+            # e.g. psycopg, first imported when a benchmark opens a PostgreSQL system
+            print(_not_installed(args.command, error, part), file=sys.stderr)
+        else:
+            print(redact(f"tique {args.command}: {type(error).__name__}: {error}"), file=sys.stderr)
         return 1
 
 
