@@ -115,15 +115,17 @@ def test_autocommit_makes_the_call_one_transaction(connect: Connect) -> None:
     assert count(connect()) == 11
 
 
-def test_rows_of_different_lengths_are_refused_before_anything_runs(connect: Connect) -> None:
+def test_a_row_with_a_wrong_number_of_values_stops_the_call_there(connect: Connect) -> None:
+    """As a loop of executes: the rows before it are written, it raises execute's
+    client-side error, and the transaction stays open."""
     conn = connect()
     setup(conn)
-    run(conn, "INSERT INTO items VALUES (2, 1, 'kept')")
-    with pytest.raises(tique.ProgrammingError, match="same number of values"):
-        conn.cursor().executemany(INSERT, [(3, 1, "a"), (4, 1)])
-    assert not conn.transaction_failed  # a client-side error leaves the transaction be
+    cur = conn.cursor()
+    with pytest.raises(tique.ProgrammingError, match="3 parameter marker"):
+        cur.executemany(INSERT, values(2, 100) + [(200, 1)] + values(300, 5))
+    assert not conn.transaction_failed
     conn.commit()
-    assert count(connect()) == 2
+    assert rows(connect(), "SELECT count(*), max(id) FROM items") == [(101, 101)]
 
 
 def test_expressions_in_the_row_and_other_statements(connect: Connect) -> None:

@@ -409,9 +409,10 @@ class Connection:
     def _execute_many(self, sql: str, rows: list[tuple]) -> int:
         """executemany: a one-row INSERT ... VALUES into a tique table goes out as one
         many-row insert (and one key check) per batch of rows; other statements run once
-        per row. Under autocommit the whole call is one transaction, so a failing row
-        leaves none of the others written. Returns the rowcount (-1: unknown)."""
-        per_batch = batch_rows(self._plan(sql)) if self._failed is None else 0
+        per row. Under autocommit the whole call is one transaction, so a row the engine
+        refuses leaves none of the others written. Returns the rowcount (-1: unknown)."""
+        plan = self._plan(sql) if self._failed is None else None
+        per_batch = batch_rows(plan) if plan is not None else 0
         if not per_batch or not rows:
             total, counted = 0, True
             for params in rows:
@@ -419,19 +420,17 @@ class Connection:
                 counted = counted and count >= 0
                 total += max(count, 0)
             return total if counted else -1
-        width = len(rows[0])
-        for params in rows:
-            if len(params) != width:
-                mismatch = ProgrammingError(describe(sql, f"executemany: every row needs the same number of values ({width} in the first row, {len(params)} in another)"))
-                mismatch.tq_client_side = True  # type: ignore[attr-defined]
-                raise mismatch
+        assert isinstance(plan, WritePlan)
+        # As in a loop of executes, the rows before one with a wrong number of values are
+        # written, and that row raises execute's client-side error (the transaction stays).
+        malformed = next((i for i, params in enumerate(rows) if len(params) != plan.params), len(rows))
         implicit = self._autocommit and self._txn is None
-        if implicit:
+        if implicit and malformed:
             self._begin()
         try:
             total = 0
-            for first in range(0, len(rows), per_batch):
-                chunk = rows[first:first + per_batch]
+            for first in range(0, malformed, per_batch):
+                chunk = rows[first:min(first + per_batch, malformed)]
                 _, _, count = self._execute(sql, tuple(v for row in chunk for v in row), batch=len(chunk))
                 total += count
         except BaseException:
@@ -440,8 +439,10 @@ class Connection:
                 if self._txn is not None:
                     self._abandon(self._txn)
             raise
-        if implicit:
+        if implicit and malformed:
             self.commit()
+        if malformed < len(rows):
+            self._execute(sql, rows[malformed])  # raises the parameter count mismatch
         return total
 
     def _execute(self, sql: str, params: tuple, batch: int = 0) -> tuple[Any, tuple | None, int]:
