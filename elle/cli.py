@@ -1,6 +1,9 @@
-"""Command entry points: check a history file, and benchmark the checker."""
+"""Command entry points: check a history file, and benchmark the checker; and `tique elle ...`,
+which tique's command line finds here (tique/cli.py, PARTS) and adds by calling `register`."""
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import shlex
 import subprocess
@@ -8,6 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from elle.checker import CheckResult, check, check_file
@@ -105,3 +109,75 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     fn()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _elle_run(args: argparse.Namespace) -> int:
+    from drivers import open_system
+    from elle.runner import RunConfig, run, summary
+    from elle.workload import WorkloadConfig
+
+    workload = WorkloadConfig(key_count=args.keys, min_txn_length=args.min_txn_length, max_txn_length=args.max_txn_length,
+                              max_writes_per_key=args.max_writes_per_key, read_fraction=args.read_fraction, seed=args.seed)
+    config = RunConfig(txns=args.txns, clients=args.clients, faults=tuple(dict.fromkeys(args.fault or ())), workload=workload,
+                       time_limit=args.time_limit, checkpoint_ms=args.checkpoint_ms, kill_interval=args.kill_interval,
+                       restart_interval=args.restart_interval, max_restarts=args.max_restarts,
+                       commit_timeout=args.commit_timeout, seed=args.seed)
+    if "restart" in config.faults:
+        # Refused connections while the server restarts are expected and retried; pymonetdb
+        # would log each one as an error.
+        logging.getLogger("pymonetdb.mapi").setLevel(logging.CRITICAL)
+    system = open_system(args.system, url=args.url, workdir=args.workdir)
+    try:
+        print(f"{system.name}: {system.version()}; {config.txns} txns, {config.clients} clients, "
+              f"faults: {', '.join(config.faults) or 'none'}", flush=True)
+        result = run(system, config, args.out, progress=not args.no_progress)
+    finally:
+        system.close()
+    print(summary(result), flush=True)
+    healthy = result.final.ok and not result.notes
+    if args.check:
+        healthy = check_command(str(result.history), args.check, None) == 0 and healthy
+    return 0 if healthy else 1
+
+
+def _elle_check(args: argparse.Namespace) -> int:
+    return int(check_command(args.history, args.model, args.report))
+
+
+def register(sub: Any) -> None:
+    """Adds `elle run` and `elle check` to tique's subcommands."""
+    from drivers import SYSTEMS
+    from elle.runner import FAULTS
+
+    elle = sub.add_parser("elle", help="Elle consistency checks: list-append histories, run and checked")
+    elle_sub = elle.add_subparsers(dest="elle_command", required=True)
+    er = elle_sub.add_parser("run", help="run the list-append workload on a system and write its Jepsen EDN history")
+    er.add_argument("--system", required=True, choices=SYSTEMS)
+    er.add_argument("--txns", type=int, default=1000)
+    er.add_argument("--clients", type=int, default=4)
+    er.add_argument("--fault", action="append", choices=FAULTS,
+                    help="repeatable; negative controls: stale-snapshot, no-certify, early-visibility; "
+                         "survivable: checkpoint, kill, restart")
+    er.add_argument("--keys", type=int, default=10, help="keys active at once")
+    er.add_argument("--min-txn-length", type=int, default=1)
+    er.add_argument("--max-txn-length", type=int, default=4)
+    er.add_argument("--max-writes-per-key", type=int, default=32)
+    er.add_argument("--read-fraction", type=float, default=0.5)
+    er.add_argument("--seed", type=int, default=0)
+    er.add_argument("--out", default="history.edn", help="where to write the history (default: history.edn)")
+    er.add_argument("--url", help="an existing database (default: a fresh one; a server is started when needed)")
+    er.add_argument("--workdir", help="DuckDB: where to put the database file")
+    er.add_argument("--time-limit", type=float, metavar="SECONDS", help="start no transaction after this long")
+    er.add_argument("--checkpoint-ms", type=float, default=5.0, help="checkpoint fault: pause between rounds")
+    er.add_argument("--kill-interval", type=float, default=0.5, help="kill fault: mean seconds between kills")
+    er.add_argument("--restart-interval", type=float, default=3.0, help="restart fault: mean seconds between restarts")
+    er.add_argument("--max-restarts", type=int, default=3)
+    er.add_argument("--commit-timeout", type=float, help="tique commit_timeout (default: tique's; 2s with kill/restart)")
+    er.add_argument("--check", metavar="MODEL", help="then check the history, e.g. strong-session-snapshot-isolation")
+    er.add_argument("--no-progress", action="store_true")
+    er.set_defaults(func=_elle_run)
+    ec = elle_sub.add_parser("check", help="check an EDN list-append history against a consistency model")
+    ec.add_argument("history")
+    ec.add_argument("--model", required=True)
+    ec.add_argument("--report", metavar="JSON", help="write the full report here")
+    ec.set_defaults(func=_elle_check)

@@ -101,3 +101,9 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
                 build_parser().parse_args([*path, flag])
             assert exited.value.code == 0, (path, flag)
             assert "usage: tique" in capsys.readouterr().out, (path, flag)
+
+
+def test_bench_executemany_prints_native_and_tique_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "executemany", "--system", "native-duckdb", "tique-duckdb", "--rows", "300", "--batch", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "native-duckdb" in out and "tique-duckdb" in out and "rows/s" in out and "tique/native" in out

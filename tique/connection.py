@@ -12,7 +12,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
-from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
+from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, batch_rows, batched, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -406,18 +406,59 @@ class Connection:
             raise self._backend.translate(error, "BEGIN") from error
         return sts
 
-    def _execute(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
+    def _execute_many(self, sql: str, rows: list[tuple]) -> int:
+        """executemany: a one-row INSERT ... VALUES into a tique table goes out as one
+        many-row insert (and one key check) per batch of rows; other statements run once
+        per row. Under autocommit the whole call is one transaction, so a row the engine
+        refuses leaves none of the others written. Returns the rowcount (-1: unknown)."""
+        plan = self._plan(sql) if self._failed is None else None
+        per_batch = batch_rows(plan) if plan is not None else 0
+        if not per_batch or not rows:
+            total, counted = 0, True
+            for params in rows:
+                _, _, count = self._execute(sql, params)
+                counted = counted and count >= 0
+                total += max(count, 0)
+            return total if counted else -1
+        assert isinstance(plan, WritePlan)
+        # As in a loop of executes, the rows before one with a wrong number of values are
+        # written, and that row raises execute's client-side error (the transaction stays).
+        malformed = next((i for i, params in enumerate(rows) if len(params) != plan.params), len(rows))
+        implicit = self._autocommit and self._txn is None
+        if implicit and malformed:
+            self._begin()
+        try:
+            total = 0
+            for first in range(0, malformed, per_batch):
+                chunk = rows[first:min(first + per_batch, malformed)]
+                _, _, count = self._execute(sql, tuple(v for row in chunk for v in row), batch=len(chunk))
+                total += count
+        except BaseException:
+            if implicit:  # the failed statement rolled the transaction back; no failed state to keep
+                self._failed = None
+                if self._txn is not None:
+                    self._abandon(self._txn)
+            raise
+        if implicit and malformed:
+            self.commit()
+        if malformed < len(rows):
+            self._execute(sql, rows[malformed])  # raises the parameter count mismatch
+        return total
+
+    def _execute(self, sql: str, params: tuple, batch: int = 0) -> tuple[Any, tuple | None, int]:
+        """Runs one statement; `batch` > 0: `params` are that many rows of a one-row
+        INSERT ... VALUES, run as one many-row insert (executemany)."""
         if self._failed is not None:
             plan = self._plan(sql)
             if not (isinstance(plan, ControlPlan) and plan.action in ("commit", "rollback")):
                 raise errors.InFailedTransaction(describe(sql, "current transaction is aborted: an earlier statement in it failed, so commands are ignored until ROLLBACK"))
         try:
             try:
-                return self._execute_once(sql, params)
+                return self._execute_once(sql, params, batch)
             except ProgrammingError as error:
                 if not self._replan_after(error, sql):
                     raise
-            return self._execute_once(sql, params)
+            return self._execute_once(sql, params, batch)
         except BaseException as error:
             # As natively (PostgreSQL, DuckDB, MonetDB), a failed statement aborts the
             # open transaction, whatever failed; only a wrong parameter count, caught
@@ -443,8 +484,13 @@ class Connection:
         except Exception:
             return False
 
-    def _execute_once(self, sql: str, params: tuple) -> tuple[Any, tuple | None, int]:
+    def _execute_once(self, sql: str, params: tuple, batch: int = 0) -> tuple[Any, tuple | None, int]:
         plan = self._plan(sql)
+        if batch:
+            if not batch_rows(plan):  # another client redefined the table since executemany planned it
+                raise InterfaceError(describe(sql, "the table changed during executemany; run it again"))
+            assert isinstance(plan, WritePlan)
+            plan = batched(plan, batch)
         if isinstance(plan, ControlPlan):
             return self._control(plan), None, -1
         if isinstance(plan, (CreatePlan, DropPlan)):
@@ -462,7 +508,11 @@ class Connection:
         if self.priority and not implicit:
             if txn.statements is None:
                 txn.statements = []
-            txn.statements.append((sql, params))
+            if batch:  # a re-execution runs the batch's rows one by one
+                width = len(params) // batch
+                txn.statements.extend((sql, params[k * width:(k + 1) * width]) for k in range(batch))
+            else:
+                txn.statements.append((sql, params))
         try:
             if isinstance(plan, ReadPlan):
                 # A read that needs this transaction's uncommitted writes runs on the

@@ -40,15 +40,14 @@ class Cursor:
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[Any]]) -> "Cursor":
-        total = 0
-        counted = True
-        for parameters in seq_of_parameters:
-            self.execute(operation, parameters)
-            if self.rowcount < 0:
-                counted = False
-            total += max(self.rowcount, 0)
-        self._result, self.description = None, None
-        self.rowcount = total if counted else -1
+        """Runs `operation` once per parameter row; a one-row INSERT ... VALUES into a tique
+        table inserts the rows in batches, each one statement (Connection._execute_many).
+        rowcount is the total of the rows' counts."""
+        conn = self._check_open()
+        if not isinstance(operation, str):
+            raise ProgrammingError(f"statement must be a str, not {type(operation).__name__}")
+        self._result, self.description, self.rowcount = None, None, -1
+        self.rowcount = conn._execute_many(operation, [tuple(p) for p in seq_of_parameters])
         return self
 
     def _rows(self) -> Any:

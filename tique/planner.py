@@ -4,6 +4,7 @@ A plan holds compiled SQL with numbered markers; executing it only binds values.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from sqlglot.tokens import TokenType
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
+from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation
@@ -58,6 +59,44 @@ class WritePlan:
     params: int
     checks_keys: bool = False
     violations: tuple[tuple[str, str], ...] = ()  # (CHECK or UNIQUE, message)
+    # A one-row INSERT ... VALUES taking all `params` in its row: the template that makes
+    # the many-row insert executemany sends per batch (see batched); None for other writes.
+    rows: RowTemplate | None = None
+    batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
+
+
+# How many rows executemany sends in one insert, and how many values at most (PostgreSQL
+# takes 65,535 parameters per statement; a few are tique's own).
+BATCH_ROWS = 1000
+BATCH_VALUES = 60_000
+_BATCHES_KEPT = 8  # batch sizes whose plans a statement keeps (the last one is usually shorter)
+
+
+def batch_rows(plan: Plan) -> int:
+    """How many rows of parameters executemany sends as one insert with `plan`; 0 when
+    the statement is no one-row INSERT ... VALUES into a tique table (run row by row)."""
+    if not isinstance(plan, WritePlan) or plan.rows is None:
+        return 0
+    return max(1, min(BATCH_ROWS, BATCH_VALUES // max(plan.params, 1)))
+
+
+def batched(plan: WritePlan, rows: int) -> WritePlan:
+    """The plan of `plan`'s statement with its VALUES row `rows` times, each row taking the
+    next `plan.params` parameters: one insert and one key check for the whole batch."""
+    found = plan.batches.get(rows)
+    if found is None:
+        assert plan.rows is not None
+        validation = plan.validation
+        if isinstance(validation, KeyCheck):
+            width = plan.params
+            keys = tuple(tuple(s + k * width if type(s) is int else s for s in validation.keys[0]) for k in range(rows))
+            validation = dataclasses.replace(validation, keys=keys)
+        found = WritePlan(plan.table, (plan.rows.expand(rows),), validation, plan.undo, plan.params * rows,
+                          plan.checks_keys, plan.violations)
+        if len(plan.batches) >= _BATCHES_KEPT:
+            plan.batches.clear()
+        plan.batches[rows] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -295,8 +334,10 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         template = _shared(backend, ("insert rows", table, defaults, listed, first.sql()),
                            lambda: backend.compile_rows(write.inserts[0], width))
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
+        one_row = template if rows == 1 and width == params else None
     else:
         inserts = tuple(backend.compile(i) for i in write.inserts)
+        one_row = None
     check, violations = _key_check(backend, write)
     return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
-                     write.checks_keys, violations)
+                     write.checks_keys, violations, one_row)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
+from typing import Iterator
 from urllib.parse import urlsplit
 
 from tique.backends.base import Backend
@@ -22,15 +24,30 @@ def open_database(url: str, **options: object) -> Backend:
                 from tique.backends.duckdb import DuckDBBackend
                 backend = DuckDBBackend(url, **options)
             elif scheme in ("postgresql", "postgres"):
-                from tique.backends.postgres import PostgresBackend
+                with _client_library("PostgreSQL", "psycopg", "postgres"):
+                    from tique.backends.postgres import PostgresBackend
                 backend = PostgresBackend(url, **options)
             elif scheme == "monetdb":
-                from tique.backends.monetdb import MonetDBBackend
+                with _client_library("MonetDB", "pymonetdb", "monetdb"):
+                    from tique.backends.monetdb import MonetDBBackend
                 backend = MonetDBBackend(url, **options)
             else:
                 raise InterfaceError(f"unknown database URL scheme {scheme!r} in {redact(url)!r}; use duckdb:///path.db or postgresql://user@host:port/db")
             _databases[url] = backend
         return backend
+
+
+@contextlib.contextmanager
+def _client_library(engine: str, module: str, extra: str) -> Iterator[None]:
+    """`pip install tique` brings DuckDB only; another engine's client library comes with
+    its extra, and connecting without it says which one."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] != module:
+            raise
+        raise InterfaceError(f"connecting to {engine} needs its client library {module}, which is not installed: "
+                             f"pip install 'tique[{extra}]'") from error
 
 
 @atexit.register

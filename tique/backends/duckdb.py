@@ -10,8 +10,10 @@ from sqlglot import exp
 
 from tique import errors
 from tique.backends.base import Backend, PlanCache
+from tique.backends.duckdb_rows import ListRowTemplate, ListsStatement, lists_insert
 from tique.cache_state import CacheState
 from tique.oracle.local import LocalOracle
+from tique.rewrite.params import RowTemplate
 from tique.rewrite.templates import data_type, template_text
 from tique.session import Session
 
@@ -121,6 +123,15 @@ class DuckDBBackend(Backend):
     def run_script(self, raw: Session, script: str) -> None:
         with raw.round_trip(script):
             raw.conn.execute(script)
+
+    def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
+        """Many rows go out as one list per parameter of the row (tique/backends/duckdb_rows.py)."""
+        rows = super().compile_rows(tree, width)
+        lists = lists_insert(tree, width)
+        if lists is None:
+            return rows
+        compiled = self.compile(lists)
+        return ListRowTemplate(rows.head, rows.row, rows.width, rows.finish, ListsStatement(compiled.sql, compiled.names, width))
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Placeholder(this=str(n))

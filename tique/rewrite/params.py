@@ -256,15 +256,12 @@ def render_marked(tree: exp.Expression, dialect: str) -> str:
 
 def dollar_markers(marked: str) -> Compiled:
     """Marks become `$n`, numbered by each name's first appearance (DuckDB, PostgreSQL)."""
-    names: list[str] = []
+    numbers: dict[str, int] = {}  # insertion-ordered; a dict, as a many-row insert has thousands of names
 
     def number(found: re.Match[str]) -> str:
-        name = found.group(1)
-        if name not in names:
-            names.append(name)
-        return f"${names.index(name) + 1}"
+        return f"${numbers.setdefault(found.group(1), len(numbers) + 1)}"
 
-    return Compiled(MARKED.sub(number, marked), tuple(names))
+    return Compiled(MARKED.sub(number, marked), tuple(numbers))
 
 
 def shift_user_params(marked: str, offset: int) -> str:
