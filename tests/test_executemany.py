@@ -187,3 +187,21 @@ def test_many_rows_with_expressions(connect: Connect) -> None:
     cur.executemany("INSERT INTO items (note, id, grp) VALUES (upper(?), ? + 100, ? * 2)", [(f"n{i}", i, i) for i in range(1, 41)])
     assert cur.rowcount == 40
     assert rows(conn, "SELECT id, grp, note FROM items WHERE id IN (101, 140) ORDER BY id") == [(101, 2, "N1"), (140, 80, "N40")]
+
+
+def test_batches_keep_unique_and_check_constraints(connect: Connect) -> None:
+    """A batch is one insert, but every row of it is held to the table's UNIQUE and CHECK
+    constraints, within the batch and against what is already there, as row by row."""
+    conn = connect()
+    run(conn, "CREATE TABLE tagged (id INTEGER PRIMARY KEY, tag INTEGER UNIQUE, qty INTEGER CHECK (qty >= 0))")
+    conn.commit()
+    cur = conn.cursor()
+    cur.executemany("INSERT INTO tagged VALUES (?, ?, ?)", [(i, i, i) for i in range(1, 101)])
+    conn.commit()
+    for bad in ([(200 + i, 1000 + i % 50, 1) for i in range(100)],      # a tag repeated within the batch
+                [(300 + i, 1000 + i if i != 70 else 5, 1) for i in range(100)],  # a committed tag
+                [(400 + i, 2000 + i, -1 if i == 99 else 1) for i in range(100)]):  # a CHECK broken by the last row
+        with pytest.raises(tique.IntegrityError):
+            cur.executemany("INSERT INTO tagged VALUES (?, ?, ?)", bad)
+        conn.rollback()
+        assert rows(conn, "SELECT count(*) FROM tagged") == [(100,)]
