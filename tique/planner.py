@@ -81,7 +81,17 @@ def _parser_class(dialect: str) -> type[Parser]:
     only, and a `:` that opens a name is an array slice with no lower bound (`arr[:n]`)."""
     base = Dialect.get_or_raise(dialect).parser_class
     placeholders = {k: v for k, v in base.PLACEHOLDER_PARSERS.items() if k != TokenType.COLON}
-    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders})
+
+    def parse_generated(self: Parser) -> exp.Expression:
+        """`GENERATED ALWAYS AS (expr)` followed by VIRTUAL or STORED (DuckDB's spelling,
+        which sqlglot leaves unread: a syntax error) as the computed column it declares."""
+        parsed = base._parse_generated_as_identity(self)
+        expression = parsed.args.get("expression") if isinstance(parsed, exp.GeneratedAsIdentityColumnConstraint) else None
+        if expression is not None and self._match_texts(("VIRTUAL", "STORED")):
+            return exp.ComputedColumnConstraint(this=exp.paren(expression, copy=False), persisted=self._prev.text.upper() == "STORED")
+        return parsed
+
+    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders, "_parse_generated_as_identity": parse_generated})
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:

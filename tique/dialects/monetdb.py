@@ -39,6 +39,10 @@ xmlnamespaces xmlparse xmlpi xmlquery xmlschema xmltext xmlvalidate year zone
 
 
 class MonetDB(Postgres):
+    class Parser(Postgres.Parser):
+        # Sequences: NEXT VALUE FOR name (a column default, a value), as MonetDB spells nextval.
+        NO_PAREN_FUNCTION_PARSERS = {**Postgres.Parser.NO_PAREN_FUNCTION_PARSERS, "NEXT": lambda self: self._parse_next_value_for()}
+
     class Generator(Postgres.Generator):
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted and expression.name.lower() in KEYWORDS:
