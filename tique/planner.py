@@ -20,6 +20,7 @@ from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
+from tique.rewrite.rowid import expose_rowid
 from tique.rewrite.snapshot import Formulation, choose_formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan as Write
@@ -227,6 +228,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         _alias_as_written(tree, lookup)
+        if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
+            expose_rowid(tree, lookup, sql)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)
