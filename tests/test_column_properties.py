@@ -359,3 +359,31 @@ def test_decimal_default_rounds_as_natively(engine: str, twins: Twins) -> None:
     twins.same("INSERT INTO {t}m (id) VALUES (2)")
     mine = twins.same("SELECT c FROM {t}m")
     assert mine[1] and all(isinstance(c, Decimal) for (c,) in mine[1])
+
+
+# -- adopting a native table keeps them too -------------------------------------------------
+
+ADOPTED = {
+    "duckdb": "CREATE TABLE {t}ad (id INT PRIMARY KEY, a VARCHAR COLLATE NOCASE, n INT DEFAULT 7, g INT GENERATED ALWAYS AS (n * 2) VIRTUAL)",
+    "postgres": 'CREATE TABLE {t}ad (id SERIAL PRIMARY KEY, a VARCHAR(10) COLLATE "C", n INT DEFAULT 7, g INT GENERATED ALWAYS AS (n * 2) STORED)',
+    "monetdb": "CREATE TABLE {t}ad (id INT PRIMARY KEY, a VARCHAR(10), n INT DEFAULT 7)",
+}
+
+
+def test_adopt_keeps_column_properties(engine: str, connect: Callable[..., tique.Connection], twins: Twins, native: Native) -> None:
+    from tique.adopt import adopt
+
+    for prefix in ("", "n_"):  # created on the engine directly: SERIAL stays SERIAL
+        native(ADOPTED[engine].format(t=prefix))
+        if engine == "postgres":
+            native(f"INSERT INTO {prefix}ad (a) VALUES ('ABC')")
+        else:
+            native(f"INSERT INTO {prefix}ad (id, a, n) VALUES (1, 'ABC', 3)")
+    assert adopt(connect(autocommit=True), ["ad"]) == {"ad": 1}
+    twins.conn._load_catalog()
+    insert = "INSERT INTO {t}ad (a) VALUES ('abc')" if engine == "postgres" else "INSERT INTO {t}ad (id, a) VALUES (2, 'abc')"
+    twins.same(insert)
+    twins.same("SELECT * FROM {t}ad")
+    twins.same("SELECT id FROM {t}ad WHERE a = 'abc'")
+    twins.same("UPDATE {t}ad SET n = DEFAULT")
+    twins.same("SELECT * FROM {t}ad")

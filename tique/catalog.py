@@ -204,7 +204,7 @@ def _generated(prop: exp.Expression, name: str, dialect: str, statement: str) ->
     return expression.unnest().sql(dialect)
 
 
-def _check_column_properties(columns: list[Column], key: list[str], dialect: str, statement: str) -> None:
+def check_column_properties(columns: list[Column], key: list[str], dialect: str, statement: str) -> None:
     """What a column's properties require of the table as a whole."""
     names = {c.name for c in columns}
     for col in columns:
@@ -260,7 +260,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     for k in key:
         if k not in names:
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
-    _check_column_properties(columns, key, dialect, statement)
+    check_column_properties(columns, key, dialect, statement)
     columns = [replace(c, not_null=c.not_null or c.name in key) for c in columns]
     hidden = not key
     return TableDef(name, tuple(columns), tuple(key) if key else (ROWID,), hidden)
