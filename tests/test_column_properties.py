@@ -280,13 +280,24 @@ def test_rowid(engine: str, twins: Twins) -> None:
 TYPES = {
     "duckdb": ["VARCHAR(10)", "DECIMAL(5, 2)", "DECIMAL(38, 10)", "NUMERIC", "CHAR(3)", "TIMESTAMP WITH TIME ZONE",
                "TIMESTAMP(3)", "INTERVAL", "DOUBLE PRECISION", "REAL", "INT[]", "STRUCT(x INT, y VARCHAR)",
-               "MAP(VARCHAR, INT)", "UUID", "BLOB", "HUGEINT", "UTINYINT", "BIT", "TIME", "ENUM('a', 'b')", "JSON"],
+               "MAP(VARCHAR, INT)", "UUID", "BLOB", "HUGEINT", "UTINYINT", "BIT", "TIME", "ENUM('a', 'b')", "JSON",
+               "DECIMAL(4, 1)[]", "VARCHAR[3]", "UNION(n INT, s VARCHAR)", "TIMESTAMP_NS", "TIMESTAMP_S", "TIME WITH TIME ZONE",
+               "UHUGEINT", "USMALLINT", "VARINT", "FLOAT4", "INT64", "STRUCT(a DECIMAL(9, 3), b INT[])"],
     "postgres": ["VARCHAR(10)", "CHAR(3)", "NUMERIC(5, 2)", "NUMERIC", "DECIMAL(12)", "TIMESTAMP(3) WITH TIME ZONE",
                  "TIMESTAMP(0)", "TIME(2)", "INTERVAL", "DOUBLE PRECISION", "REAL", "INT[]", "TEXT[]", "BIT(3)",
-                 "VARBIT(5)", "UUID", "BYTEA", "JSONB", "INET", "MONEY", "SMALLINT"],
+                 "VARBIT(5)", "UUID", "BYTEA", "JSONB", "INET", "MONEY", "SMALLINT", "CHARACTER VARYING(7)",
+                 "CHARACTER(4)", "BIT VARYING(5)", "TIME WITH TIME ZONE", "TIMESTAMP WITHOUT TIME ZONE", "NUMERIC(5)",
+                 "FLOAT(10)", "INTERVAL DAY TO SECOND", "INTERVAL(3)", "INT4RANGE", "TSVECTOR", "XML", "CIDR",
+                 "MACADDR", "POINT", "DATE[]", "NUMERIC(4, 1)[]", "VARCHAR(3)[]", "TEXT COLLATE \"C\""],
     "monetdb": ["VARCHAR(10)", "CHAR(3)", "DECIMAL(5, 2)", "NUMERIC(18, 3)", "TIMESTAMP WITH TIME ZONE", "TIME(3)",
-                "INTERVAL SECOND", "DOUBLE PRECISION", "REAL", "CLOB", "BLOB", "HUGEINT", "TINYINT", "UUID", "JSON"],
+                "INTERVAL SECOND", "DOUBLE PRECISION", "REAL", "CLOB", "BLOB", "HUGEINT", "TINYINT", "UUID", "JSON",
+                "CHARACTER VARYING(7)", "INTERVAL DAY", "INTERVAL MONTH", "TIMESTAMP(3)", "TIME WITH TIME ZONE", "FLOAT(10)",
+                "NUMERIC(4)", "INET", "URL", "STRING", "BOOLEAN", "DATE"],
 }
+
+# Types sqlglot cannot read (PostgreSQL's BIT VARYING(n), INTERVAL(p)): their statements
+# cannot be rewritten. VARBIT(n) and INTERVAL SECOND(p) say the same.
+UNPARSED = {"BIT VARYING(5)", "INTERVAL(3)"}
 
 _TYPE_OF = {
     "duckdb": "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = '{table}' ORDER BY ordinal_position",
@@ -298,13 +309,17 @@ _TYPE_OF = {
 }
 
 
-@pytest.mark.parametrize("index", range(21))
+@pytest.mark.parametrize("index", range(45))
 def test_column_types_as_declared(engine: str, twins: Twins, native: Native, index: int) -> None:
     """Each type, parameters included, is the type natively given to the same declaration,
     in storage and in the cache alike."""
     if index >= len(TYPES[engine]):
         pytest.skip("no more types on this engine")
     declared = TYPES[engine][index]
+    if declared in UNPARSED:  # refused as a syntax error, never taken as another type
+        with pytest.raises(tique.ProgrammingError, match="syntax error"):
+            twins.conn.cursor().execute(f"CREATE TABLE ty (v {declared})")
+        return
     mine, theirs = twins.both(f"CREATE TABLE {{t}}ty (v {declared})")
     assert mine[0] == theirs[0], f"{declared}: tique {mine}, natively {theirs}"
     if mine[0] == "error":

@@ -66,6 +66,10 @@ class MonetDB(Postgres):
                 return "HUGEINT"
             if expression.is_type(exp.DataType.Type.TINYINT):  # PostgreSQL has none; MonetDB does
                 return "TINYINT"
+            if expression.is_type(exp.DataType.Type.TIMETZ):
+                # MonetDB's TIMETZ keeps microseconds, TIME WITH TIME ZONE whole seconds.
+                digits = f"({self.expressions(expression, flat=True)})" if expression.expressions else ""
+                return f"TIME{digits} WITH TIME ZONE"
             return super().datatype_sql(expression)
 
 
