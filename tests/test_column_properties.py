@@ -140,7 +140,7 @@ def test_collated_columns_answer_as_natively(engine: str, twins: Twins, native: 
             same(sql, ordered)
 
 
-def test_collated_key_columns(engine: str, twins: Twins, native: Native) -> None:
+def test_collated_key_columns(engine: str, twins: Twins, native: Native, connect: Callable[..., tique.Connection]) -> None:
     """DuckDB's key index compares bytes while its queries compare by the collation: tique
     refuses a collated key there. PostgreSQL's deterministic collations make equal keys
     equal bytes, so a key may have one; a nondeterministic one is refused."""
@@ -155,6 +155,14 @@ def test_collated_key_columns(engine: str, twins: Twins, native: Native) -> None
     assert twins.same("INSERT INTO {t}k VALUES ('a', 4)")[0] == "error"
     twins.same("UPDATE {t}k SET a = 'B' WHERE a = 'b'")
     twins.same("SELECT * FROM {t}k ORDER BY a", ordered=True)
+    # Certification: two transactions writing the same collated key, one commits.
+    first, second = connect(), connect()
+    run(first, "UPDATE k SET b = 10 WHERE a = 'a'")
+    run(second, "UPDATE k SET b = 20 WHERE a = 'a'")
+    first.commit()
+    with pytest.raises(tique.SerializationFailure):
+        second.commit()
+    assert rows(twins.conn, "SELECT b FROM k WHERE a = 'a'") == [(10,)]
     if not native("SELECT 1 FROM pg_collation WHERE collprovider = 'i'"):
         return
     native("CREATE COLLATION IF NOT EXISTS tq_test_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)")
@@ -402,3 +410,27 @@ def test_adopt_keeps_column_properties(engine: str, connect: Callable[..., tique
     twins.same("SELECT id FROM {t}ad WHERE a = 'abc'")
     twins.same("UPDATE {t}ad SET n = DEFAULT")
     twins.same("SELECT * FROM {t}ad")
+
+
+def test_defaults_and_generated_columns_with_parameters(engine: str, twins: Twins) -> None:
+    """Statements with parameters take the path that repeats one row's text per row."""
+    conn = twins.conn
+    generated = {"duckdb": ", g INT AS (n + 1)", "postgres": ", g INT GENERATED ALWAYS AS (n + 1) STORED"}.get(engine, "")
+    run(conn, f"CREATE TABLE pd (id INT PRIMARY KEY, n INT DEFAULT 5, s VARCHAR(10) DEFAULT 'dflt'{generated})")
+    conn.cursor().executemany("INSERT INTO pd (id, n, s) VALUES (?, DEFAULT, ?)", [(1, "a"), (2, "b"), (3, None)])
+    conn.cursor().executemany("INSERT INTO pd (id, s) VALUES (?, DEFAULT)", [(4,), (5,)])
+    run(conn, "INSERT INTO pd (id, n) VALUES (?, ?), (?, DEFAULT)", (6, 60, 7))
+    run(conn, "UPDATE pd SET n = DEFAULT, s = ? WHERE id = ?", ("u", 6))
+    expected_g = bool(generated)
+    found = rows(conn, "SELECT * FROM pd ORDER BY id")
+    assert [r[:3] for r in found] == [(1, 5, "a"), (2, 5, "b"), (3, 5, None), (4, 5, "dflt"), (5, 5, "dflt"),
+                                      (6, 5, "u"), (7, 5, "dflt")]
+    if expected_g:
+        assert all(r[3] == r[1] + 1 for r in found)
+    if engine == "duckdb":
+        run(conn, "CREATE TABLE rr (a INT)")
+        run(conn, "INSERT INTO rr VALUES (1), (2)")
+        run(conn, "CREATE TABLE copy (id BIGINT, a INT)")
+        run(conn, "INSERT INTO copy SELECT rowid, a FROM rr")
+        run(conn, "UPDATE rr SET a = rowid * 10")
+        assert sorted(rows(conn, "SELECT c.id * 10 = r.a FROM copy AS c JOIN rr AS r ON r.rowid = c.id")) == [(True,), (True,)]
