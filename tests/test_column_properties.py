@@ -208,6 +208,10 @@ def test_sequence_defaults(engine: str, twins: Twins, native: Native) -> None:
         twins.same(sql)
     twins.same("SELECT * FROM {t}q")
     assert twins.same("INSERT INTO {t}q VALUES (100, 7)")[0] == "error"  # the key repeats
+    # The table depends on its sequence: neither side drops it from under the table.
+    assert twins.same("DROP SEQUENCE {s}seq")[0] == "error"
+    twins.same("INSERT INTO {t}q (v) VALUES (8)")
+    twins.same("SELECT * FROM {t}q")
 
 
 # -- generated columns ----------------------------------------------------------------------
