@@ -226,6 +226,17 @@ def check_column_properties(columns: list[Column], key: list[str], dialect: str,
                 raise NotSupportedError(describe(statement, f"a primary key column with a collation ({col.name!r} COLLATE {col.collation}) is not supported on tique tables on DuckDB; declare the key column without COLLATE and collate where it is compared (... WHERE {col.name} COLLATE {col.collation} = ?)"))
 
 
+def _declared_type(item: exp.ColumnDef, name: str, props: _ColumnProperties, dialect: str, statement: str) -> str:
+    """The column's type as declared. Every engine wants one, except DuckDB for a generated
+    column, whose type it infers from the expression; tique does not, so it asks for it."""
+    kind = item.args.get("kind")
+    if kind is not None:
+        return kind.sql(dialect)
+    if props.generated is not None:
+        raise NotSupportedError(describe(statement, f"generated column {name!r} without a type is not supported on tique tables; declare its type ({name} <type> AS (...))"))
+    raise ProgrammingError(describe(statement, f"column {name!r} must have a type"))
+
+
 def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> TableDef:
     """Reads columns with their properties (see _column_properties) and single- or
     multi-column primary keys."""
@@ -243,7 +254,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
             props = _column_properties(item, col_name, dialect, statement)
             if props.primary_key:
                 key.append(col_name)
-            kind_sql = item.args["kind"].sql(dialect) if item.args.get("kind") else "VARCHAR"
+            kind_sql = _declared_type(item, col_name, props, dialect, statement)
             columns.append(Column(col_name, kind_sql, props.not_null, props.default, props.collation, props.generated))
         elif isinstance(item, exp.PrimaryKey):
             for part in item.expressions:
