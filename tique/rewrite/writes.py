@@ -271,7 +271,7 @@ def _is_default(value: exp.Expression) -> bool:
             and not value.this.quoted and value.name.upper() == "DEFAULT")
 
 
-def default_value(table: TableDef, name: str, dialect: str, statement: str, verb: str) -> exp.Expression:
+def _default_value(table: TableDef, name: str, dialect: str, statement: str, verb: str) -> exp.Expression:
     """What DEFAULT stands for in column `name`: its default, typed as the column, or NULL.
     MonetDB refuses DEFAULT for a column that declares none, so tique does there too."""
     col = table.column(name)
@@ -350,7 +350,7 @@ def _defaults_filled(rows: list[exp.Tuple], table: TableDef, listed: list[str], 
     for row in rows:
         for value, name in zip(list(row.expressions), listed):
             if _is_default(value):
-                value.replace(default_value(table, name, dialect, statement, "INSERT INTO"))
+                value.replace(_default_value(table, name, dialect, statement, "INSERT INTO"))
 
 
 def _key_value(values: dict[str, exp.Expression], name: str, statement: str) -> exp.Expression:
@@ -468,7 +468,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
                 continue
             raise ProgrammingError(describe(statement, f"cannot update generated column {name!r}"))
         if _is_default(value):
-            assignments[name] = default_value(table, name, dialect, statement, "UPDATE")
+            assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
             continue
         assignments[name] = _typed(replace_tables(value.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
