@@ -1,14 +1,14 @@
 """`tique adopt`: turn existing native tables into tique tables without losing a row."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from tique.backends.base import Backend
-import sqlglot
-
-from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, normalize, table_def_from_create
+from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, check_column_properties, normalize, table_def_from_create
 from tique.rewrite.templates import packed_key
 from tique.errors import NotSupportedError, ProgrammingError
 
@@ -133,13 +133,72 @@ def _is_referenced(backend: Backend, raw: Any, name: str, schema: str) -> bool:
     return bool(backend.rows(raw, sql, [name, schema]))
 
 
+_PROPERTIES_SQL = """SELECT column_name, column_default, is_generated, generation_expression, collation_name, is_identity
+FROM information_schema.columns WHERE table_name = $1 AND table_schema = $2"""
+
+_MONETDB_DEFAULTS_SQL = """SELECT c.name, c."default" FROM sys.columns AS c
+JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id
+WHERE t.name = $1 AND s.name = $2"""
+
+
+def _duckdb_collations(backend: Backend, raw: Any, name: str, schema: str) -> dict[str, str]:
+    """Column -> COLLATE, read off DuckDB's own CREATE text (its information_schema has none)."""
+    found = backend.rows(raw, "SELECT sql FROM duckdb_tables() WHERE table_name = $1 AND schema_name = $2", [name, schema])
+    if not found:
+        return {}
+    create = sqlglot.parse_one(found[0][0], read="duckdb")
+    return {normalize(item.name): constraint.kind.this.sql("duckdb")
+            for item in create.find_all(exp.ColumnDef) for constraint in item.args.get("constraints") or []
+            if isinstance(constraint.kind, exp.CollateColumnConstraint)}
+
+
+def _with_properties(backend: Backend, raw: Any, name: str, schema: str, columns: list[Column]) -> list[Column]:
+    """Each column with what else changes its meaning: its default, generated expression
+    and collation. Adopting keeps them, as creating the table through tique would (or
+    refuses what tique cannot keep); dropped, they would change what the table answers."""
+    dialect = backend.dialect
+    parse = lambda text: sqlglot.parse_one(text, read=dialect)  # noqa: E731
+    if dialect == "monetdb":
+        defaults = {normalize(c): parse(d) for c, d in backend.rows(raw, _MONETDB_DEFAULTS_SQL, [name, schema]) if d is not None}
+        return [replace(c, default=defaults.get(c.name)) for c in columns]
+    collations = _duckdb_collations(backend, raw, name, schema) if dialect == "duckdb" else {}
+    kept = {}
+    for column, default, generated, expression, collation, identity in backend.rows(raw, _PROPERTIES_SQL, [name, schema]):
+        column = normalize(column)
+        if identity == "YES":
+            raise NotSupportedError(f"adopt: column {column!r} of {name!r} is an identity column, which tique tables do not have; "
+                                    f"make it a plain column with DEFAULT nextval('a sequence') first")
+        if generated == "ALWAYS":
+            kept[column] = {"generated": parse(expression).unnest().sql(dialect)}
+        else:
+            kept[column] = {"default": parse(default) if default is not None else None}
+        if collation is not None:
+            collations[column] = exp.to_identifier(collation, quoted=True).sql(dialect)
+    return [replace(c, collation=collations.get(c.name), **kept.get(c.name, {})) for c in columns]
+
+
+def _release_owned_sequences(backend: Backend, raw: Any, table: TableDef, name: str) -> None:
+    """Frees the sequences a PostgreSQL table owns (SERIAL's), which dropping the native
+    table would drop with it while the adopted defaults still draw from them."""
+    if backend.dialect != "postgres":
+        return
+    for col in table.columns:
+        if col.default is None:
+            continue
+        (owned,) = backend.rows(raw, "SELECT pg_get_serial_sequence($1, $2)", [name, col.name])[0]
+        if owned is not None:
+            backend.execute(raw, f"ALTER SEQUENCE {owned} OWNED BY NONE", [])
+
+
 def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
     schema = _schema(backend, raw)
     found, key_columns = _native_columns(backend, raw, name, schema)
     if not found:
         raise ProgrammingError(f"adopt: no native table {name!r} in schema {schema!r}")
-    columns = tuple(found)
     key = tuple(normalize(k) for k in key_columns)
+    found = _with_properties(backend, raw, name, schema, found)
+    check_column_properties(found, list(key), backend.dialect, f"adopt {name}")
+    columns = tuple(found)
     if any(c.name.startswith("tq_") for c in columns):
         raise ProgrammingError(f"adopt: table {name!r} has a column with the reserved prefix tq_")
     table = TableDef(normalize(name), columns, key or (ROWID,), not key)
@@ -218,6 +277,7 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
             (moved,) = backend.rows(raw, f"SELECT count(*) FROM {q(table.storage)}", [])[0]
             if moved != count:
                 raise ProgrammingError(f"adopt: {name!r} had {count} rows but {moved} reached storage; nothing was changed")
+            _release_owned_sequences(backend, raw, table, name)
             backend.execute(raw, f"DROP TABLE {q(name)}", [])
             backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [table.name, canonical_ddl(table, backend.dialect)])
         adopted[table.name] = int(count)

@@ -5,6 +5,7 @@ process memory, so every connection sees the same definition.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import sqlglot
@@ -23,6 +24,12 @@ class Column:
     type_sql: str
     not_null: bool = False
     default: exp.Expression | None = field(default=None, compare=False)
+    # COLLATE as written, in the engine's dialect (NOCASE, "C"): the physical columns carry
+    # it, so every comparison, grouping and ordering of the column is the engine's own.
+    collation: str | None = None
+    # A generated column's expression over the row's other columns, in the engine's
+    # dialect: tique computes it on every write, so it is never written directly.
+    generated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,15 @@ class TableDef:
         """The columns versions of one row share: what snapshots partition and match by."""
         return (PACKED,) if self.packed else self.key
 
+    @property
+    def generated_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.generated is not None)
+
+    @property
+    def writable_columns(self) -> tuple[str, ...]:
+        """The columns a statement may write: every user column but the generated ones."""
+        return tuple(c.name for c in self.columns if c.generated is None)
+
     def column(self, name: str) -> Column:
         for c in self.columns:
             if c.name == name:
@@ -126,9 +142,125 @@ def normalize(name: str) -> str:
     return name.lower()
 
 
+def generated_expression(col: Column, dialect: str) -> exp.Expression:
+    """A generated column's expression, as a tree of its own."""
+    assert col.generated is not None
+    return _parsed_expression(col.generated, dialect).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_expression(text: str, dialect: str) -> exp.Expression:
+    return sqlglot.parse_one(text, read=dialect)
+
+
+# Column constraints the constraint checks own (CHECK, UNIQUE, REFERENCES): read elsewhere.
+_CHECKED_ELSEWHERE = (exp.CheckColumnConstraint, exp.UniqueColumnConstraint, exp.Reference)
+_SERIAL_TYPES = (exp.DataType.Type.SERIAL, exp.DataType.Type.BIGSERIAL, exp.DataType.Type.SMALLSERIAL)
+
+
+def _sequence_advice(dialect: str, column: str) -> str:
+    """How to number rows on a tique table: a sequence the column's default draws from."""
+    draw = "NEXT VALUE FOR s" if dialect == "monetdb" else "nextval('s')"
+    return f"create a sequence (CREATE SEQUENCE s) and declare the column {column} ... DEFAULT {draw}"
+
+
+@dataclass
+class _ColumnProperties:
+    not_null: bool = False
+    primary_key: bool = False
+    default: exp.Expression | None = None
+    collation: str | None = None
+    generated: str | None = None
+
+
+def _column_properties(item: exp.ColumnDef, name: str, dialect: str, statement: str) -> _ColumnProperties:
+    """Every property a column definition declares, each kept with its meaning or refused:
+    a dropped property (a collation, a generated expression) would silently change answers."""
+    found = _ColumnProperties()
+    kind = item.args.get("kind")
+    if isinstance(kind, exp.DataType) and kind.this in _SERIAL_TYPES:
+        raise NotSupportedError(describe(statement, f"{kind.sql(dialect)} column {name!r} is not supported on tique tables; {_sequence_advice(dialect, name)}"))
+    for constraint in item.args.get("constraints") or []:
+        prop = constraint.kind
+        if isinstance(prop, exp.PrimaryKeyColumnConstraint):
+            found.primary_key = found.not_null = True
+        elif isinstance(prop, exp.NotNullColumnConstraint):
+            found.not_null = found.not_null or not prop.args.get("allow_null")
+        elif isinstance(prop, exp.DefaultColumnConstraint):
+            found.default = prop.this
+        elif isinstance(prop, exp.CollateColumnConstraint):
+            if dialect == "monetdb":
+                raise NotSupportedError(describe(statement, f"MonetDB has no column collations: declare column {name!r} without COLLATE"))
+            found.collation = prop.this.sql(dialect)
+        elif isinstance(prop, exp.ComputedColumnConstraint) or (isinstance(prop, exp.GeneratedAsIdentityColumnConstraint) and prop.args.get("expression") is not None):
+            found.generated = _generated(prop, name, dialect, statement)
+        elif isinstance(prop, (exp.GeneratedAsIdentityColumnConstraint, exp.AutoIncrementColumnConstraint)):
+            raise NotSupportedError(describe(statement, f"identity column {name!r} ({prop.sql(dialect)}) is not supported on tique tables; {_sequence_advice(dialect, name)}"))
+        elif isinstance(prop, _CHECKED_ELSEWHERE):
+            continue
+        else:
+            spelled = constraint.sql(dialect) or prop.key.upper()
+            raise NotSupportedError(describe(statement, f"column property {spelled!r} of column {name!r} is not supported on tique tables"))
+    if found.generated is not None and found.default is not None:
+        raise ProgrammingError(describe(statement, f"column {name!r} cannot have both a DEFAULT and a generated expression"))
+    return found
+
+
+def _generated(prop: exp.Expression, name: str, dialect: str, statement: str) -> str:
+    """The expression of a generated column, where the engine has generated columns of
+    that kind: DuckDB's are VIRTUAL, PostgreSQL's STORED (tique stores both, computed on
+    every write; a deterministic expression reads the same either way), MonetDB has none."""
+    # sqlglot's PostgreSQL reads `GENERATED ALWAYS AS (...) STORED` as a computed column
+    # without saying it is persisted; VIRTUAL (tique's parser) says it is not.
+    persisted = prop.args.get("persisted")
+    stored = bool(persisted) or (dialect == "postgres" and isinstance(prop, exp.ComputedColumnConstraint) and persisted is None)
+    if dialect == "monetdb":
+        raise NotSupportedError(describe(statement, f"MonetDB has no generated columns: compute column {name!r} in the INSERT and UPDATE statements, or in a view"))
+    if dialect == "duckdb" and stored:
+        raise NotSupportedError(describe(statement, f"DuckDB cannot create a STORED generated column ({name!r}); declare it VIRTUAL"))
+    if dialect == "postgres" and not stored:
+        raise NotSupportedError(describe(statement, f"PostgreSQL generated columns are STORED: declare column {name!r} GENERATED ALWAYS AS (...) STORED"))
+    expression = prop.args.get("expression") if isinstance(prop, exp.GeneratedAsIdentityColumnConstraint) else prop.this
+    return expression.unnest().sql(dialect)
+
+
+def check_column_properties(columns: list[Column], key: list[str], dialect: str, statement: str) -> None:
+    """What a column's properties require of the table as a whole."""
+    names = {c.name for c in columns}
+    for col in columns:
+        if col.generated is None:
+            continue
+        if col.name in key:
+            raise NotSupportedError(describe(statement, f"generated column {col.name!r} in the primary key is not supported on tique tables; key the table by the columns it is computed from"))
+        for ref in _parsed_expression(col.generated, dialect).find_all(exp.Column):
+            used = normalize(ref.name)
+            if used not in names:
+                raise ProgrammingError(describe(statement, f"generated column {col.name!r} refers to {used!r}, which is not a column of the table"))
+            if next(c for c in columns if c.name == used).generated is not None:
+                raise NotSupportedError(describe(statement, f"generated column {col.name!r} refers to generated column {used!r}; spell out its expression instead"))
+    if dialect == "duckdb":
+        # DuckDB's key index compares bytes while its queries compare by the collation, so
+        # no snapshot or write-set can be both (a NOCASE key holds 'ABC' and 'abc' at once).
+        for col in columns:
+            if col.collation is not None and col.name in key:
+                raise NotSupportedError(describe(statement, f"a primary key column with a collation ({col.name!r} COLLATE {col.collation}) is not supported on tique tables on DuckDB; declare the key column without COLLATE and collate where it is compared (... WHERE {col.name} COLLATE {col.collation} = ?)"))
+
+
+def _declared_type(item: exp.ColumnDef, name: str, props: _ColumnProperties, dialect: str, statement: str) -> str:
+    """The column's type as declared. Every engine wants one, except DuckDB for a generated
+    column, whose type it infers from the expression; tique does not, so it asks for it."""
+    kind = item.args.get("kind")
+    if kind is not None:
+        return kind.sql(dialect)
+    if props.generated is not None:
+        raise NotSupportedError(describe(statement, f"generated column {name!r} without a type is not supported on tique tables; declare its type ({name} <type> AS (...))"))
+    raise ProgrammingError(describe(statement, f"column {name!r} must have a type"))
+
+
 def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> TableDef:
-    """Reads columns, NOT NULL, DEFAULT, single- or multi-column primary keys, UNIQUE and
-    CHECK constraints. Every other constraint is refused: none is dropped silently."""
+    """Reads columns with their properties (see _column_properties), single- or
+    multi-column primary keys, UNIQUE and CHECK constraints. Every other constraint is
+    refused: none is dropped silently."""
     schema = create.this
     if not isinstance(schema, exp.Schema) or not isinstance(schema.this, exp.Table):
         raise NotSupportedError(describe(statement, "CREATE TABLE ... AS SELECT is not supported for tique tables; create the table, then INSERT ... SELECT"))
@@ -143,26 +275,20 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
             col_name = normalize(item.name)
             if col_name.startswith("tq_"):
                 raise ProgrammingError(describe(statement, f"column name {col_name!r} uses the prefix tq_, which tique reserves"))
-            not_null = False
-            default = None
+            props = _column_properties(item, col_name, dialect, statement)
+            if props.primary_key:
+                key.append(col_name)
             for constraint in item.args.get("constraints") or []:
                 kind = constraint.kind
                 given = normalize(constraint.name) if constraint.name else None
-                if isinstance(kind, exp.PrimaryKeyColumnConstraint):
-                    key.append(col_name)
-                    not_null = True
-                elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
-                    not_null = True
-                elif isinstance(kind, exp.DefaultColumnConstraint):
-                    default = kind.this
-                elif isinstance(kind, exp.UniqueColumnConstraint):
+                if isinstance(kind, exp.UniqueColumnConstraint):
                     uniques.append((given, _unique_columns(kind, (col_name,), dialect, statement)))
                 elif isinstance(kind, exp.CheckColumnConstraint):
                     checks.append((given, col_name, kind.this))
                 elif isinstance(kind, exp.Reference):
                     raise _foreign_key_refused(statement)
-            kind_sql = item.args["kind"].sql(dialect) if item.args.get("kind") else "VARCHAR"
-            columns.append(Column(col_name, kind_sql, not_null, default))
+            kind_sql = _declared_type(item, col_name, props, dialect, statement)
+            columns.append(Column(col_name, kind_sql, props.not_null, props.default, props.collation, props.generated))
             continue
         given = normalize(item.name) if isinstance(item, exp.Constraint) and item.name else None
         parts = item.expressions if isinstance(item, exp.Constraint) else [item]
@@ -183,7 +309,8 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     for k in key:
         if k not in names:
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
-    columns = [Column(c.name, c.type_sql, c.not_null or c.name in key, c.default) for c in columns]
+    check_column_properties(columns, key, dialect, statement)
+    columns = [replace(c, not_null=c.not_null or c.name in key) for c in columns]
     hidden = not key
     taken: set[str] = set()
     unique_defs = []
@@ -275,7 +402,11 @@ def canonical_ddl(table: TableDef, dialect: str) -> str:
             constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
         if c.default is not None:
             constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=c.default.copy())))
-        defs.append(exp.ColumnDef(this=exp.to_identifier(c.name, quoted=True), kind=exp.DataType.build(c.type_sql, dialect=dialect), constraints=constraints))
+        if c.generated is not None:
+            constraints.insert(0, exp.ColumnConstraint(kind=_generated_constraint(c.generated, dialect)))
+        if c.collation is not None:
+            constraints.append(exp.ColumnConstraint(kind=exp.CollateColumnConstraint(this=exp.var(c.collation))))
+        defs.append(exp.ColumnDef(this=exp.to_identifier(c.name, quoted=True), kind=exp.DataType.build(c.type_sql, dialect=dialect, udt=True), constraints=constraints))
     if not table.hidden_rowid:
         defs.append(exp.PrimaryKey(expressions=[exp.to_identifier(k, quoted=True) for k in table.key]))
     for unique in table.uniques:
@@ -287,3 +418,12 @@ def canonical_ddl(table: TableDef, dialect: str) -> str:
     # Quoted, so names that are reserved words (a column "order") parse back in every dialect.
     create = exp.Create(this=exp.Schema(this=exp.Table(this=exp.to_identifier(table.name, quoted=True)), expressions=defs), kind="TABLE")
     return create.sql(dialect)
+
+
+def _generated_constraint(expression_sql: str, dialect: str) -> exp.ComputedColumnConstraint:
+    """A generated column as its engine spells it: sqlglot reads it back only right after
+    the type (so it comes first), DuckDB's `AS (expr)` VIRTUAL, PostgreSQL's STORED."""
+    expression = _parsed_expression(expression_sql, dialect).copy()
+    if dialect == "postgres":
+        return exp.ComputedColumnConstraint(this=expression, persisted=True)
+    return exp.ComputedColumnConstraint(this=exp.paren(expression, copy=False), persisted=False)

@@ -22,6 +22,7 @@ from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
+from tique.rewrite.rowid import expose_rowid
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan as Write
@@ -125,7 +126,17 @@ def _parser_class(dialect: str) -> type[Parser]:
     only, and a `:` that opens a name is an array slice with no lower bound (`arr[:n]`)."""
     base = Dialect.get_or_raise(dialect).parser_class
     placeholders = {k: v for k, v in base.PLACEHOLDER_PARSERS.items() if k != TokenType.COLON}
-    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders})
+
+    def parse_generated(self: Parser) -> exp.Expression:
+        """`GENERATED ALWAYS AS (expr)` followed by VIRTUAL or STORED (DuckDB's spelling,
+        which sqlglot leaves unread: a syntax error) as the computed column it declares."""
+        parsed = base._parse_generated_as_identity(self)
+        expression = parsed.args.get("expression") if isinstance(parsed, exp.GeneratedAsIdentityColumnConstraint) else None
+        if expression is not None and self._match_texts(("VIRTUAL", "STORED")):
+            return exp.ComputedColumnConstraint(this=exp.paren(expression, copy=False), persisted=self._prev.text.upper() == "STORED")
+        return parsed
+
+    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders, "_parse_generated_as_identity": parse_generated})
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:
@@ -261,6 +272,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         _alias_as_written(tree, lookup)
+        if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
+            expose_rowid(tree, lookup, sql)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)

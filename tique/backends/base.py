@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from tique import errors
 from tique.cache_state import CacheState
-from tique.catalog import PACKED, TableDef, parse_catalog_row, with_packed_key
+from tique.catalog import PACKED, Column, TableDef, parse_catalog_row, with_packed_key
 from tique.oracle.base import Oracle
 from tique.rewrite.params import ROWS, Compiled, RowTemplate, compile_statement, dollar_markers, render_marked
 
@@ -255,7 +255,7 @@ class Backend(ABC):
         tq_txid, tq_seq, tq_deleted. The cache repeats NOT NULL, so the engine rejects a
         NULL in the write statement itself and no separate check is needed."""
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
-        storage = [f"{q(c.name)} {c.type_sql}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
+        storage = [f"{q(c.name)} {c.type_sql}{self.collation_sql(c)}{self.default_sql(c)}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
         cache = list(storage)
         ddl = []
         if table.hidden_rowid:
@@ -273,6 +273,17 @@ class Backend(ABC):
 
     def cache_indexes(self, table: TableDef) -> list[str]:
         return []
+
+    def default_sql(self, column: Column) -> str:
+        """A column's DEFAULT clause. tique's writes always give the cache every value, so
+        it is never used to fill one; declared, it makes the engine track what the table
+        depends on (a sequence it draws from cannot be dropped from under it)."""
+        return f" DEFAULT {column.default.sql(self.dialect)}" if column.default is not None else ""
+
+    def collation_sql(self, column: Column) -> str:
+        """A column's COLLATE clause: storage and cache carry it, so the snapshot's columns
+        compare, group and order as the application's table would."""
+        return f" COLLATE {column.collation}" if column.collation is not None else ""
 
     def drop_ddl(self, table: TableDef) -> list[str]:
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731

@@ -172,6 +172,23 @@ class PostgresBackend(Backend):
     def release_checkpoint_latch(self, raw: Any) -> None:
         self.rows(raw, "SELECT pg_advisory_unlock(7411, 4)", [])
 
+    def physical_ddl(self, table: TableDef) -> list[str]:
+        return [self._deterministic_key_check(c.name, c.collation) for c in table.columns
+                if c.collation is not None and c.name in table.key] + super().physical_ddl(table)
+
+    @staticmethod
+    def _deterministic_key_check(column: str, collation: str) -> str:
+        """Refuses a key column whose collation is nondeterministic (CREATE COLLATION ...
+        deterministic = false): write-set hashes and snapshot partitions compare keys as
+        bytes, which is exact only where equal keys are equal bytes (every deterministic
+        collation, the built-in ones included)."""
+        literal = lambda text: "'" + text.replace("'", "''") + "'"  # noqa: E731
+        message = (f"key column {column} has the nondeterministic collation {collation}, which tique tables cannot key by; "
+                   f"declare the key column with a deterministic collation and collate where it is compared")
+        body = (f"BEGIN IF EXISTS (SELECT 1 FROM pg_collation WHERE oid = {literal(collation)}::regcollation AND NOT collisdeterministic) "
+                f"THEN RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', MESSAGE = {literal(message)}; END IF; END")
+        return f"DO {literal(body)}"
+
     def cache_indexes(self, table: TableDef) -> list[str]:
         q = lambda n: exp.to_identifier(n, quoted=True).sql(self.dialect)  # noqa: E731
         key = ", ".join(q(k) for k in table.key)

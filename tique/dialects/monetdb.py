@@ -39,6 +39,10 @@ xmlnamespaces xmlparse xmlpi xmlquery xmlschema xmltext xmlvalidate year zone
 
 
 class MonetDB(Postgres):
+    class Parser(Postgres.Parser):
+        # Sequences: NEXT VALUE FOR name (a column default, a value), as MonetDB spells nextval.
+        NO_PAREN_FUNCTION_PARSERS = {**Postgres.Parser.NO_PAREN_FUNCTION_PARSERS, "NEXT": lambda self: self._parse_next_value_for()}
+
     class Generator(Postgres.Generator):
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted and expression.name.lower() in KEYWORDS:
@@ -62,6 +66,10 @@ class MonetDB(Postgres):
                 return "HUGEINT"
             if expression.is_type(exp.DataType.Type.TINYINT):  # PostgreSQL has none; MonetDB does
                 return "TINYINT"
+            if expression.is_type(exp.DataType.Type.TIMETZ):
+                # MonetDB's TIMETZ keeps microseconds, TIME WITH TIME ZONE whole seconds.
+                digits = f"({self.expressions(expression, flat=True)})" if expression.expressions else ""
+                return f"TIME{digits} WITH TIME ZONE"
             return super().datatype_sql(expression)
 
 

@@ -5,7 +5,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from tique.catalog import TableDef, normalize
+from tique.catalog import ROWID, TableDef, normalize
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
@@ -92,7 +92,8 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
             if isinstance(node.this, exp.Star) or normalize(node.name) in whole_row:
                 return None
             names.add(normalize(node.name))
-    used = tuple(c for c in table.user_columns if c in names)
+    # The hidden row id, where the statement reads it as `rowid` (tique/rewrite/rowid.py).
+    used = tuple(c for c in table.user_columns if c in names) + ((ROWID,) if table.hidden_rowid and ROWID in names else ())
     return used or table.user_columns[:1]  # a projection needs one column (SELECT COUNT(*), EXISTS)
 
 

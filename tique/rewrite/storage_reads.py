@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from tique.catalog import ROWID
 from tique.rewrite.reads import Lookup, referenced_tables
 from tique.rewrite.templates import quoted
 
@@ -20,7 +21,10 @@ def read_storage(tree: exp.Expression, lookup: Lookup, clean: frozenset[str]) ->
         if table.name not in clean:
             continue
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
-        projection = exp.select(*[exp.column(quoted(c)) for c in table.user_columns]).from_(exp.Table(this=quoted(table.storage)))
+        columns = table.user_columns
+        if table.hidden_rowid and any(c.name == ROWID for c in tree.find_all(exp.Column)):
+            columns += (ROWID,)  # read as `rowid` (tique/rewrite/rowid.py)
+        projection = exp.select(*[exp.column(quoted(c)) for c in columns]).from_(exp.Table(this=quoted(table.storage)))
         subquery = exp.Subquery(this=projection, alias=alias.copy())
         if ref is tree:
             return subquery

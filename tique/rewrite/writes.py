@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from tique.catalog import PACKED, ROWID, TableDef, normalize
+from tique.catalog import PACKED, ROWID, TableDef, generated_expression, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.reads import Lookup, replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
@@ -268,6 +268,106 @@ def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, t
     return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
 
 
+def _is_default(value: exp.Expression) -> bool:
+    """The DEFAULT keyword standing for a value (sqlglot reads it as a variable or, in an
+    assignment, as an unquoted column named DEFAULT)."""
+    if isinstance(value, exp.Var):
+        return value.name.upper() == "DEFAULT"
+    return (isinstance(value, exp.Column) and not value.table and isinstance(value.this, exp.Identifier)
+            and not value.this.quoted and value.name.upper() == "DEFAULT")
+
+
+def _default_value(table: TableDef, name: str, dialect: str, statement: str, verb: str) -> exp.Expression:
+    """What DEFAULT stands for in column `name`: its default, typed as the column, or NULL.
+    MonetDB refuses DEFAULT for a column that declares none, so tique does there too."""
+    col = table.column(name)
+    if col.default is None:
+        if dialect == "monetdb":
+            raise ProgrammingError(describe(statement, f"{verb}: column {name!r} has no valid default value"))
+        return _typed(exp.Null(), table, name, dialect)
+    value = col.default.copy()
+    try:
+        kind = data_type(col.type_sql, dialect)
+    except Exception:  # a type sqlglot cannot read: the cache's own column types the value
+        return value
+    return value if kind.is_type(*exp.DataType.TEXT_TYPES) else exp.cast(value, kind)
+
+
+def _positional_columns(table: TableDef, dialect: str) -> tuple[str, ...]:
+    """The columns an INSERT without a column list fills, in order: DuckDB leaves its
+    generated columns out; PostgreSQL counts them (and takes only DEFAULT for them)."""
+    return table.writable_columns if dialect == "duckdb" else table.user_columns
+
+
+def _without_generated(table: TableDef, listed: list[str], source: exp.Expression | None, dialect: str, statement: str) -> list[str]:
+    """Checks what an INSERT gives generated columns, and drops them from `listed` and
+    `source`'s rows: their values are computed (_physical_row). PostgreSQL takes DEFAULT
+    for one, DuckDB not even that."""
+    generated = [i for i, c in enumerate(listed) if table.column(c).generated is not None]
+    if not generated:
+        return listed
+    rows = list(source.expressions) if isinstance(source, exp.Values) else []
+    for i in generated:
+        name = listed[i]
+        if dialect == "duckdb":
+            raise ProgrammingError(describe(statement, f"cannot insert into generated column {name!r}"))
+        if not rows or not all(_is_default(row.expressions[i]) for row in rows):
+            raise ProgrammingError(describe(statement, f"cannot insert a non-DEFAULT value into generated column {name!r}"))
+    for row in rows:
+        row.set("expressions", [v for i, v in enumerate(row.expressions) if i not in generated])
+    return [c for i, c in enumerate(listed) if i not in generated]
+
+
+ROW = "tq_row"
+
+
+def _requalified(expression: exp.Expression, qualifier: str) -> exp.Expression:
+    """`expression` with each column reference naming `qualifier`'s column of that name."""
+    def swap(node: exp.Expression) -> exp.Expression:
+        return column(normalize(node.name), qualifier) if isinstance(node, exp.Column) else node
+    return expression.transform(swap)
+
+
+def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: exp.Select, dialect: str) -> exp.Select:
+    """`source` projecting one row of the table's physical columns, from `values` for
+    every column but the generated ones; those are computed from the row's final values
+    (a level up, so each value, a nextval() default or a random() included, is computed
+    once), typed as their columns as the engine would store them."""
+    if not table.generated_columns:
+        return source.select(*[values[c] for c in table.physical_columns])
+    inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values])
+    projections = []
+    for name in table.physical_columns:
+        col = table.column(name) if name in table.user_columns else None
+        if col is None or col.generated is None:
+            projections.append(column(name, ROW))
+            continue
+        computed = _requalified(generated_expression(col, dialect), ROW)
+        try:
+            kind = data_type(col.type_sql, dialect)
+        except Exception:
+            kind = None
+        projections.append(computed if kind is None or kind.is_type(*exp.DataType.TEXT_TYPES) else exp.cast(computed, kind))
+    return exp.select(*projections).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=quoted(ROW))))
+
+
+def _defaults_filled(rows: list[exp.Tuple], table: TableDef, listed: list[str], dialect: str, statement: str) -> None:
+    """Replaces each DEFAULT in `rows` by what it stands for in its column."""
+    for row in rows:
+        for value, name in zip(list(row.expressions), listed):
+            if _is_default(value):
+                value.replace(_default_value(table, name, dialect, statement, "INSERT INTO"))
+
+
+def _key_value(values: dict[str, exp.Expression], name: str, statement: str) -> exp.Expression:
+    """A key column's value for the packed key, which repeats it: a value computed by a
+    function (a nextval() default) would be computed twice, and could differ."""
+    value = values[name]
+    if not isinstance(value, exp.Column) and value.find(exp.Func) is not None:
+        raise NotSupportedError(describe(statement, f"key column {name!r} left to its default {value.sql()} is not supported here; give the key's value in the INSERT"))
+    return value
+
+
 def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("conflict", "returning", "overwrite", "alternative", "by_name", "partition", "where"):
         if tree.args.get(unsupported):
@@ -275,20 +375,25 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
     target = tree.this
     if isinstance(target, exp.Schema):
         listed = [normalize(c.name) for c in target.expressions]
+    elif tree.expression is None and tree.args.get("default"):
+        listed = []  # DEFAULT VALUES
     else:
-        listed = list(table.user_columns)
+        listed = list(_positional_columns(table, dialect))
     unknown = [c for c in listed if c not in table.user_columns]
     if unknown:
         raise ProgrammingError(describe(statement, f"table {table.name} has no column {unknown[0]!r}"))
     source = tree.expression
-    width = len(listed)
     written_keys = None
     repeat = None
     if isinstance(source, exp.Values):
         for row in source.expressions:
-            if len(row.expressions) != width:
-                raise ProgrammingError(describe(statement, f"INSERT has {len(row.expressions)} values for {width} columns"))
+            if len(row.expressions) != len(listed):
+                raise ProgrammingError(describe(statement, f"INSERT has {len(row.expressions)} values for {len(listed)} columns"))
+    listed = _without_generated(table, listed, source, dialect, statement)
+    width = len(listed)
+    if isinstance(source, exp.Values):
         rows = list(source.expressions)
+        _defaults_filled(rows, table, listed, dialect, statement)
         written_keys = written_key_sources(table, listed, rows, dialect)
         shift = row_width(rows)
         if shift is not None:  # rows of one shape: rewrite the first, repeat it when compiling
@@ -302,23 +407,28 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
         if isinstance(query, exp.Select) and len(query.expressions) == width:
             query.set("expressions", [_typed(v, table, c, dialect) for v, c in zip(query.expressions, listed)])
         derived = exp.Subquery(this=query, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
+    elif source is None and tree.args.get("default"):
+        # DEFAULT VALUES: one row of defaults, drawn from a row of nothing.
+        derived = exp.Subquery(this=exp.select(exp.alias_(exp.Literal.number(1), quoted("tq_one"))), alias=exp.TableAlias(this=quoted(NEW)))
     elif source is None:
-        raise NotSupportedError(describe(statement, "INSERT ... DEFAULT VALUES is not supported on tique tables"))
+        raise NotSupportedError(describe(statement, "INSERT without values is not supported on tique tables"))
     else:
         raise NotSupportedError(describe(statement, f"INSERT from {source.key.upper()} is not supported on tique tables"))
-    projections: list[exp.Expression] = []
+    values: dict[str, exp.Expression] = {}
     for col in table.columns:
+        if col.generated is not None:
+            continue
         if col.name in listed:
-            projections.append(column(col.name, NEW))
+            values[col.name] = column(col.name, NEW)
         elif col.default is not None:
-            projections.append(col.default.copy())
+            values[col.name] = col.default.copy()
         else:
-            projections.append(exp.Null())
+            values[col.name] = exp.Null()
     if table.hidden_rowid:
-        projections.append(_rowid_default(table))
+        values[ROWID] = _rowid_default(table)
     if table.packed:
-        projections.append(packed_key(table, [column(k, NEW) for k in table.key]))
-    select = exp.select(*projections, *_metadata("tq_seq_write", False)).from_(derived)
+        values[PACKED] = packed_key(table, [_key_value(values, k, statement) for k in table.key])
+    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*_metadata("tq_seq_write", False))
     return WritePlan(table, (_cache_insert(table, select),), 0, not table.hidden_rowid, written_keys, repeat)
 
 
@@ -357,17 +467,27 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         name = normalize(assignment.this.name)
         if name not in table.user_columns:
             raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
-        assignments[name] = _typed(replace_tables(assignment.expression.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
+        value = assignment.expression
+        if table.column(name).generated is not None:
+            # PostgreSQL takes SET b = DEFAULT for a generated column (it is recomputed anyway).
+            if dialect == "postgres" and _is_default(value):
+                continue
+            raise ProgrammingError(describe(statement, f"cannot update generated column {name!r}"))
+        if _is_default(value):
+            assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
+            continue
+        assignments[name] = _typed(replace_tables(value.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
     moves_key = any(k in assignments for k in table.key)
-    new_values = [assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias) for c in table.physical_columns]
+    new_values = {c: assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias)
+                  for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
     if table.packed and moves_key:
-        new_values[-1] = packed_key(table, [assignments.get(k, column(k, alias)) for k in table.key])
+        new_values[PACKED] = packed_key(table, [assignments.get(k, column(k, alias)) for k in table.key])
     inserts: list[exp.Expression] = []
     if moves_key:
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
         inserts.append(_cache_insert(table, tombstones))
-    inserts.append(_cache_insert(table, source.select(*new_values, *_metadata("tq_seq_write", False))))
+    inserts.append(_cache_insert(table, _physical_row(table, new_values, source, dialect).select(*_metadata("tq_seq_write", False))))
     return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
