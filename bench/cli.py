@@ -175,6 +175,15 @@ def _bench_chbench(args: argparse.Namespace) -> int:
     return 0 if not result.metrics["failed"] else 1
 
 
+def _workers(text: str) -> int | str | None:
+    """An --analytic-workers value: a positive number, auto or none."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is no worker count: give a positive number, auto or none")
+    return int(text)
+
+
 def _bench_htap(args: argparse.Namespace) -> int:
     from bench.chbench.htap import benchmark
     from bench.tpcc.loader import FULL, TINY
@@ -182,7 +191,8 @@ def _bench_htap(args: argparse.Namespace) -> int:
     result = benchmark(args.system, warehouses=args.warehouses, oltp_clients=args.oltp_clients,
                        olap_clients=args.olap_clients, duration=args.duration, sweep=args.sweep, counts=args.counts or (),
                        url=args.url, out=args.out, scale=TINY if args.tiny else FULL,
-                       checkpoint_ms=args.checkpoint_ms or None, query_timeout=args.query_timeout)
+                       checkpoint_ms=args.checkpoint_ms or None, query_timeout=args.query_timeout,
+                       analytic_workers=args.analytic_workers)
     failed = any((p["oltp"] or {}).get("errors") or p["olap"]["error_samples"] for p in result.metrics["points"])
     return 1 if failed else 0
 
@@ -274,6 +284,9 @@ def register(sub: Any) -> None:
                       help="olap: vary OLAP clients over --counts (OLTP fixed); oltp: the reverse; both: scale both")
     htap.add_argument("--counts", type=int, nargs="+", metavar="N", help="client counts of the sweep, e.g. 0 1 2 4 6")
     htap.add_argument("--checkpoint-ms", type=int, default=1000, help="tique systems: background checkpointer interval (0: none)")
+    htap.add_argument("--analytic-workers", type=_workers, nargs="+", default=["auto"], metavar="N|auto|none",
+                      help="tique systems: run the points once per cap on an analytical read's engine workers "
+                           "(the analytic_workers connect option; none: the engine's own), e.g. none auto 1")
     htap.add_argument("--query-timeout", type=float, metavar="SECONDS", help="PostgreSQL: cancel a query after this long")
     htap.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     htap.add_argument("--tiny", action="store_true", help="reduced TPC-C cardinalities for smoke tests (not a result)")

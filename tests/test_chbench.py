@@ -337,3 +337,17 @@ def test_cli_chbench_and_htap_write_results(tmp_path: Path) -> None:
 
     points = until_progress(htap, lambda p: p[0]["oltp"]["commits"] > 0 and p[0]["olap"]["queries_completed"] > 0, seconds=2.0)
     assert len(points) == 1 and points[0]["oltp"]["commits"] > 0 and points[0]["olap"]["queries_completed"] > 0
+
+
+def test_cli_htap_sweeps_the_analytic_worker_cap(tmp_path: Path) -> None:
+    """Each --analytic-workers value runs the points again, and each point records its cap."""
+    from tique.cli import main
+
+    out = tmp_path / "htap-workers.json"
+    assert main(["bench", "htap", "--system", "tique-duckdb", "--tiny", "--oltp-clients", "1", "--olap-clients", "1",
+                 "--duration", "0.5", "--analytic-workers", "none", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["parameters"]["analytic_workers"] == [None, 1]
+    assert [p["analytic_workers"] for p in result["metrics"]["points"]] == [None, 1]
+    with pytest.raises(SystemExit):
+        main(["bench", "htap", "--system", "tique-duckdb", "--analytic-workers", "0"])

@@ -90,6 +90,7 @@ class Connection:
         faults: Iterable[str] = (),
         packed_keys: bool = True,
         priority: bool = False,
+        analytic_workers: int | str | None = "auto",
     ) -> None:
         faults = frozenset(faults)
         unknown = faults - FAULTS
@@ -101,6 +102,10 @@ class Connection:
             self._raw = self._backend.open()
         except Exception as error:
             raise self._backend.translate(error, f"connect to {redact(url)}") from error
+        if not (analytic_workers is None or analytic_workers == "auto" or (isinstance(analytic_workers, int) and analytic_workers >= 1)):
+            self._backend.close_raw(self._raw)
+            raise InterfaceError(f"analytic_workers must be a positive number of workers, 'auto' or None, not {analytic_workers!r}")
+        self._raw.analytic_workers = analytic_workers
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)

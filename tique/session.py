@@ -58,6 +58,11 @@ class Session:
     # An engine transaction was opened but its BEGIN not sent yet: it goes out in the
     # same request as the transaction's first statement (engines that can pipeline).
     pending_begin: bool = False
+    # The most engine workers one analytical read may use (MonetDB's worker threads,
+    # PostgreSQL's parallel workers per gather); "auto" is the backend's default, None the
+    # engine's own. A bounded share of the engine keeps analytics from starving the
+    # point transactions running beside them.
+    analytic_workers: int | str | None = "auto"
 
     @contextmanager
     def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:

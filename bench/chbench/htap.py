@@ -174,9 +174,11 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
               duration: float = 60.0, sweep: str | None = None, counts: Sequence[int] = (), url: str | None = None,
               out: str | None = None, scale: Scale = FULL, seed: int = 1, checkpoint_ms: int | None = 1000,
               query_timeout: float | None = None, system: System | None = None, console: Any = None,
-              progress: bool = True) -> Result:
+              progress: bool = True, analytic_workers: Sequence[int | str | None] = ("auto",)) -> Result:
     """Loads (or reuses), then runs each point of the sweep (or the one point) in turn on
-    the same database; writes `out` and prints a table."""
+    the same database; writes `out` and prints a table. A tique system runs the points
+    once per `analytic_workers` value (the connect option capping the engine workers of
+    an analytical read): the trade-off between OLTP kept and OLAP slowed, side by side."""
     from rich.console import Console
 
     console = console or Console()
@@ -189,15 +191,19 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
             "warehouses": warehouses, "oltp_clients": oltp_clients, "olap_clients": olap_clients,
             "duration_s": duration, "sweep": sweep, "counts": list(counts), "scale": asdict(loaded.scale),
             "full_scale": loaded.scale == FULL, "seed": seed, "checkpoint_ms": checkpoint_ms,
-            "query_timeout_s": query_timeout, "clients_are": "threads",
+            "query_timeout_s": query_timeout, "clients_are": "threads", "analytic_workers": list(analytic_workers),
             "tique_options": dict(system.tique_options) if system.through_tique else None})
         points = []
-        for n, (oltp, olap) in enumerate(points_wanted):
-            if progress:
-                console.print(f"{system.name}: {oltp} OLTP + {olap} OLAP client(s) for {duration:g} s")
-            analyze(system)
-            point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n)
-            points.append(point.metrics())
+        for workers in analytic_workers if system.through_tique else [None]:
+            if system.through_tique:
+                system.tique_options["analytic_workers"] = workers
+            for n, (oltp, olap) in enumerate(points_wanted):
+                if progress:
+                    console.print(f"{system.name}: {oltp} OLTP + {olap} OLAP client(s) for {duration:g} s"
+                                  + (f", analytic_workers={workers}" if system.through_tique else ""))
+                analyze(system)
+                point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n)
+                points.append({**point.metrics(), "analytic_workers": workers if system.through_tique else None})
         result.metrics = {"points": points}
         return finish(result, out, show, console)
 
@@ -207,12 +213,12 @@ def show(result: Result, console: Any = None) -> None:
     rows = []
     for point in result.metrics["points"]:
         oltp, olap = point["oltp"] or {}, point["olap"]
-        rows.append([point["oltp_clients"], point["olap_clients"], oltp.get("txn_per_s"), oltp.get("tpmC"),
+        rows.append([point["oltp_clients"], point["olap_clients"], point.get("analytic_workers", "-"), oltp.get("txn_per_s"), oltp.get("tpmC"),
                      round(oltp["abort_rate"] * 100, 1) if oltp else None, olap["queries_completed"], olap["rounds"],
                      olap["total_median_s"]])
     title = f"HTAP {result.system}: W={p['warehouses']}, {p['duration_s']:g} s per point" + (
         f", sweep {p['sweep']}" if p["sweep"] else "")
-    table(title, ["OLTP", "OLAP", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s"], rows, console)
+    table(title, ["OLTP", "OLAP", "workers", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s"], rows, console)
     from rich.console import Console
 
     console = console or Console()

@@ -228,6 +228,7 @@ class MonetDBBackend(Backend):
         self.supports_unlogged = True
         self.packs_keys = packed_keys  # and the server has HUGEINT, probed at install
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
+        self._server_threads: int | None = None  # gdk_nr_threads, read once
 
     # -- connections -----------------------------------------------------------
     def open(self, counters: Counters | None = None) -> Session:
@@ -248,6 +249,32 @@ class MonetDBBackend(Backend):
         finally:
             raw.conn.close()
 
+    def _analytic_session(self, raw: Session) -> Session:
+        """The session's second connection, for analytical reads, opened on first use with
+        its worker limit: MonetDB runs a query on every core by default, so one OLAP
+        client would take the whole engine from the point transactions beside it."""
+        if raw.analytic is None:
+            analytic = self.open(raw.counters)
+            limit = self._worker_limit(analytic, raw.analytic_workers)
+            if limit is not None:
+                with analytic.round_trip():
+                    analytic.conn.cursor().execute(f"CALL sys.setworkerlimit({int(limit)})")
+            raw.analytic = analytic
+        return raw.analytic
+
+    def _worker_limit(self, analytic: Session, wanted: int | str | None) -> int | None:
+        """"auto": half the server's worker threads (at least one), leaving the rest to the
+        point transactions; a number as given; None: MonetDB's own (every core)."""
+        if wanted != "auto":
+            return wanted if isinstance(wanted, int) else None
+        if self._server_threads is None:
+            cur = analytic.conn.cursor()
+            with analytic.round_trip():
+                cur.execute("SELECT value FROM sys.env() WHERE name = 'gdk_nr_threads'")
+                row = cur.fetchone()
+            self._server_threads = int(row[0]) if row and str(row[0]).isdigit() else 1
+        return max(1, self._server_threads // 2)
+
     def _set_pipeline(self, raw: Session, pipeline: str) -> None:
         if raw.pipeline != pipeline:
             raw.prepared.clear()  # setting the pipeline drops them on the server
@@ -258,9 +285,7 @@ class MonetDBBackend(Backend):
         if analytic and not raw.schema_change:
             # The caller sends a read here only if it needs none of the open engine
             # transaction's writes (see Connection._run).
-            if raw.analytic is None:
-                raw.analytic = self.open(raw.counters)
-            raw = raw.analytic
+            raw = self._analytic_session(raw)
         if not raw.in_transaction:  # setting it inside a transaction would drop the prepared statements it uses
             self._set_pipeline(raw, OLAP_PIPE if analytic else OLTP_PIPE)
         text: str
@@ -280,9 +305,7 @@ class MonetDBBackend(Backend):
             # names on the other session then (they do not depend on the session).
             namer = raw
             if raw.in_transaction:
-                if raw.analytic is None:
-                    raw.analytic = self.open(raw.counters)
-                namer = raw.analytic
+                namer = self._analytic_session(raw)
             cur.tq_names = self._native_names(namer, naming, values)
         return cur
 

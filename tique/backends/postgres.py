@@ -64,6 +64,12 @@ class PostgresBackend(Backend):
             # Hash joins degrade gracefully when estimates are off. The setting travels
             # with the statement in one request, so the session's other statements (and
             # its prepared plans) never see it.
+            # A worker limit given as a number caps the read's parallel workers the same
+            # way ("auto" and None leave PostgreSQL's max_parallel_workers_per_gather).
+            workers = raw.analytic_workers
+            if isinstance(workers, int):
+                return self.execute_all(raw, [("SET enable_nestloop = off", ()), (f"SET max_parallel_workers_per_gather = {workers}", ()),
+                                              (sql, params), ("RESET enable_nestloop", ()), ("RESET max_parallel_workers_per_gather", ())])[2]
             return self.execute_all(raw, [("SET enable_nestloop = off", ()), (sql, params), ("RESET enable_nestloop", ())])[1]
         if raw.pending_begin:
             return self.execute_all(raw, [(sql, params)])[0]
