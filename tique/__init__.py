@@ -17,6 +17,7 @@ from typing import Any
 
 from tique.connection import Connection
 from tique.cursor import Cursor
+from tique.isolation import IsolationLevel
 from tique.errors import (
     DatabaseError,
     DataError,
@@ -49,7 +50,10 @@ def connect(url: str, **options: Any) -> Connection:
     packed_keys (MonetDB: new tables with a multi-column integer key also store it packed
     in one column, True; read when the process first opens the database),
     priority (re-execute a transaction that fails certification once, holding a
-    reservation on its keys, False).
+    reservation on its keys, False), analytic_workers (the most engine workers one
+    analytical read may use: 'auto', a number, or None for the engine's own),
+    isolation_level (the default level of its transactions, 'SNAPSHOT'; see
+    tique/isolation.py).
     """
     return Connection(url, **options)
 
@@ -90,7 +94,7 @@ DATETIME = _TypeObject("DATE", "TIME", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WI
 ROWID = _TypeObject("ROWID")
 
 __all__ = [
-    "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
+    "connect", "Connection", "Cursor", "IsolationLevel", "apilevel", "threadsafety", "paramstyle",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError", "SerializationFailure", "InFailedTransaction",
     "Date", "Time", "Timestamp", "Binary", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",

@@ -12,6 +12,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
+from tique.isolation import IsolationLevel, parse_level, supported
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, batch_rows, batched, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
@@ -91,11 +92,15 @@ class Connection:
         packed_keys: bool = True,
         priority: bool = False,
         analytic_workers: int | str | None = "auto",
+        isolation_level: str | IsolationLevel = IsolationLevel.SNAPSHOT,
     ) -> None:
         faults = frozenset(faults)
         unknown = faults - FAULTS
         if unknown:
             raise InterfaceError(f"unknown fault(s) {', '.join(sorted(unknown))}; debug faults are {', '.join(sorted(FAULTS))}")
+        # The default level of this connection's transactions (tique/isolation.py).
+        self._isolation = supported(parse_level(isolation_level))
+        self._read_only = False  # SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY
         self.url = url
         self._backend = open_database(url, packed_keys=packed_keys)
         try:
@@ -209,6 +214,20 @@ class Connection:
         if value and self._txn is not None:
             self.commit()
         self._autocommit = bool(value)
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        """The level new transactions run at, unless they choose their own (SET TRANSACTION,
+        BEGIN ... ISOLATION LEVEL); see tique/isolation.py."""
+        return self._isolation
+
+    @isolation_level.setter
+    def isolation_level(self, value: str | IsolationLevel) -> None:
+        self._check_open()
+        level = supported(parse_level(value))
+        if self._txn is not None and self._txn.used:
+            raise ProgrammingError("cannot change isolation_level inside a transaction that has run a statement; commit or roll back first")
+        self._isolation = level
 
     @property
     def counters(self) -> Counters:
@@ -397,7 +416,7 @@ class Connection:
             if "early-visibility" in self.faults and self._last_commit_ts is not None:
                 # Debug fault: start below our own previous commit, once.
                 sts, self._last_commit_ts = min(sts, self._last_commit_ts - 1), None
-            txn = self._txn = Transaction(txid, sts)
+            txn = self._txn = Transaction(txid, sts, level=self._isolation, read_only=self._read_only)
         return txn
 
     def _latest_snapshot(self) -> int:
@@ -518,6 +537,12 @@ class Connection:
                 txn.statements.extend((sql, params[k * width:(k + 1) * width]) for k in range(batch))
             else:
                 txn.statements.append((sql, params))
+        txn.used = True
+        if txn.read_only and not isinstance(plan, ReadPlan):
+            if implicit:
+                self._abandon(txn)
+            verb = sql.split(None, 1)[0].upper() if sql.strip() else "a write"
+            raise errors.InternalError(describe(sql, f"cannot execute {verb} in a read-only transaction"))
         try:
             if isinstance(plan, ReadPlan):
                 # A read that needs this transaction's uncommitted writes runs on the
@@ -616,14 +641,36 @@ class Connection:
                 raise self._backend.translate(error, write.statement) from error
 
     def _control(self, plan: ControlPlan) -> None:
+        level = supported(plan.level) if plan.level is not None else None
         if plan.action == "begin":
             if self._txn is not None:
                 raise ProgrammingError("BEGIN inside an open transaction; COMMIT or ROLLBACK first")
-            self._begin()
+            self._set_modes(self._begin(), level, plan.read_only)
+        elif plan.action == "set_transaction":
+            # As PostgreSQL: for the current transaction (begun by this statement outside
+            # autocommit), before its first query; in autocommit, with none open, it does nothing.
+            if self._txn is None and self._autocommit:
+                return
+            txn = self._begin()
+            if txn.used:
+                raise ProgrammingError("SET TRANSACTION must come before any query of the transaction")
+            self._set_modes(txn, level, plan.read_only)
+        elif plan.action == "set_session":
+            if level is not None:
+                self.isolation_level = level
+            if plan.read_only is not None:
+                self._read_only = plan.read_only
         elif plan.action == "commit":
             self.commit()
         else:
             self.rollback()
+
+    @staticmethod
+    def _set_modes(txn: Transaction, level: IsolationLevel | None, read_only: bool | None) -> None:
+        if level is not None:
+            txn.level = level
+        if read_only is not None:
+            txn.read_only = read_only
 
     def _ddl(self, plan: CreatePlan | DropPlan, statement: str) -> None:
         if self._txn is not None:

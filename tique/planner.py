@@ -19,6 +19,7 @@ from sqlglot.tokens import TokenType
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
@@ -114,7 +115,9 @@ class DropPlan:
 
 @dataclass(frozen=True)
 class ControlPlan:
-    action: str  # begin | commit | rollback
+    action: str  # begin | commit | rollback | set_transaction | set_session (tique/isolation.py)
+    level: IsolationLevel | None = None
+    read_only: bool | None = None
 
 
 Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
@@ -236,6 +239,9 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
 
 
 def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+    control = control_statement(sql)  # tique's own, on every engine: before any parser
+    if control is not None:
+        return ControlPlan(control.action, control.level, control.read_only)
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)

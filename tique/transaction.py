@@ -35,6 +35,7 @@ from sqlglot import exp
 from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
+from tique.isolation import IsolationLevel
 from tique.rewrite.constraints import write_set_parts as unique_write_set
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
@@ -67,6 +68,9 @@ class Transaction:
     # Tables this transaction told the backend's CacheState it writes; told again when it ends.
     noted: set[str] = field(default_factory=set)
     engine_epoch: int = 0  # CacheState's epoch just before the engine transaction began
+    level: IsolationLevel = IsolationLevel.SNAPSHOT
+    read_only: bool = False
+    used: bool = False  # a read or write has run: the level and access mode are fixed
 
     @property
     def statement_sts(self) -> int:
