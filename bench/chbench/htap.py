@@ -213,7 +213,9 @@ def show(result: Result, console: Any = None) -> None:
     rows = []
     for point in result.metrics["points"]:
         oltp, olap = point["oltp"] or {}, point["olap"]
-        rows.append([point["oltp_clients"], point["olap_clients"], point.get("analytic_workers", "-"), oltp.get("txn_per_s"), oltp.get("tpmC"),
+        workers = point.get("analytic_workers")
+        workers = workers if workers is not None else ("none" if result.system.startswith("tique-") else "-")
+        rows.append([point["oltp_clients"], point["olap_clients"], workers, oltp.get("txn_per_s"), oltp.get("tpmC"),
                      round(oltp["abort_rate"] * 100, 1) if oltp else None, olap["queries_completed"], olap["rounds"],
                      olap["total_median_s"]])
     title = f"HTAP {result.system}: W={p['warehouses']}, {p['duration_s']:g} s per point" + (
