@@ -22,6 +22,7 @@ import tique.dialects.monetdb  # noqa: F401  (registers the dialect)
 from tique import errors
 from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
+from tique.rewrite import faithful
 from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
@@ -502,7 +503,7 @@ class MonetDBBackend(Backend):
             tree = tree.copy()
             for node in list(tree.find_all(exp.Placeholder)):
                 node.replace(exp.column(f"__tqp_{node.this}__"))
-            text = tree.sql(self.dialect).replace("%", "%%")
+            text = faithful.to_sql(tree, self.dialect).replace("%", "%%")
             names = tuple(_TOKEN.findall(text))
             return Compiled(FormatSQL(_TOKEN.sub("%s", text)), names)
 
