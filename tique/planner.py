@@ -4,20 +4,19 @@ A plan holds compiled SQL with numbered markers; executing it only binds values.
 """
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
-from sqlglot.parser import Parser
-from sqlglot.tokens import TokenType
+from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.rewrite.faithful import parser_class
+from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, choose_formulation
@@ -47,6 +46,14 @@ class ReadPlan:
 
 
 @dataclass(frozen=True)
+class LockingReadPlan:
+    """SELECT ... FOR UPDATE on PostgreSQL (tique/rewrite/locks.py): the rows it reads are
+    written back unchanged first, which puts their keys in the write-set, then read."""
+    locks: tuple["WritePlan", ...]
+    read: ReadPlan
+
+
+@dataclass(frozen=True)
 class WritePlan:
     table: TableDef
     inserts: tuple[Compiled, ...]
@@ -72,16 +79,7 @@ class ControlPlan:
     action: str  # begin | commit | rollback
 
 
-Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
-
-
-@functools.lru_cache(maxsize=None)
-def _parser_class(dialect: str) -> type[Parser]:
-    """The dialect's parser, minus `:name` placeholders: tique takes `?` and `$n` markers
-    only, and a `:` that opens a name is an array slice with no lower bound (`arr[:n]`)."""
-    base = Dialect.get_or_raise(dialect).parser_class
-    placeholders = {k: v for k, v in base.PLACEHOLDER_PARSERS.items() if k != TokenType.COLON}
-    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders})
+Plan = Union[NativePlan, ReadPlan, LockingReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:
@@ -89,7 +87,7 @@ def parse_one(sql: str, dialect: str) -> exp.Expression:
     marked = mark_parameters(sql)
     engine = Dialect.get_or_raise(dialect)
     try:
-        parsed = _parser_class(dialect)(dialect=engine).parse(engine.tokenize(marked.sql), marked.sql)
+        parsed = parser_class(dialect)(dialect=engine).parse(engine.tokenize(marked.sql), marked.sql)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         where = ""
@@ -181,6 +179,15 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
 
 
 def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+    try:
+        return _make_plan(sql, backend, lookup, formulation, static_tables)
+    except UnsupportedError as error:
+        # The generator cannot say it in the engine's SQL as written (tique/rewrite/faithful.py):
+        # sending what it can say would run a statement that means something else.
+        raise NotSupportedError(describe(sql, f"not supported through tique: {error}")) from None
+
+
+def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
@@ -217,6 +224,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         _alias_as_written(tree, lookup)
+    _refuse_select_into(tree, backend.dialect, sql)
+    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)
@@ -232,12 +241,31 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         names = tuple(sorted({t.name for _, t in touched}))
         analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
                        for ref, t in touched)
-        source = tree.copy() if backend.cache_state is not None else None
-        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash)), params, names, analytic, source)
+        if locks:
+            assert isinstance(tree, exp.Select)
+            writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)
+            read = _make_plan_of_read(without_locks(tree), backend, lookup, formulation, params, touched)
+            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read)
+        return _make_plan_of_read(tree, backend, lookup, formulation, params, touched)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
     return NativePlan(backend.compile(tree), params)
+
+
+def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, formulation: Formulation, params: int,
+                       touched: list) -> ReadPlan:
+    names = tuple(sorted({t.name for _, t in touched}))
+    analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
+                   for ref, t in touched)
+    source = tree.copy() if backend.cache_state is not None else None
+    return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash)), params, names, analytic, source)
+
+
+def _refuse_select_into(tree: exp.Expression, dialect: str, sql: str) -> None:
+    """DuckDB has no SELECT ... INTO; sqlglot would turn it into CREATE TABLE ... AS."""
+    if dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
+        raise ProgrammingError(describe(sql, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
 
 
 def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
