@@ -12,7 +12,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
-from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
+from tique.planner import ControlPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -427,6 +427,15 @@ class Connection:
                 self._fail(txn)
             raise
 
+    def _fetch_failed(self, error: Exception, statement: str) -> errors.Error:
+        """An engine error raised while fetching a result, as tique's; as natively, it
+        aborts the open transaction like any failed statement."""
+        translated = self._backend.translate(error, statement)
+        txn = self._txn
+        if txn is not None:
+            self._fail(txn)
+        return translated
+
     def _replan_after(self, error: ProgrammingError, sql: str) -> bool:
         """Plans follow the catalog as this connection last read it; if another client has
         since dropped or redefined a table, plan again from the database and retry once.
@@ -464,6 +473,10 @@ class Connection:
                 txn.statements = []
             txn.statements.append((sql, params))
         try:
+            if isinstance(plan, LockingReadPlan):
+                for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
+                    self._write(lock, params, txn, sql)
+                plan = plan.read
             if isinstance(plan, ReadPlan):
                 # A read that needs this transaction's uncommitted writes runs on the
                 # session holding them; others may run where analytics run best.
