@@ -228,7 +228,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         _alias_as_written(tree, lookup)
-    _refuse_what_the_engine_rejects(tree, backend.dialect, sql)
+    refuse_what_the_engine_rejects(tree, backend.dialect, sql)
     locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
@@ -266,7 +266,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
     return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash)), params, names, analytic, source)
 
 
-def _refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
+def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
     """Syntax sqlglot reads in the engine's dialect but the engine rejects, and tique's
     rewrite would give a meaning: DuckDB has no SELECT ... INTO (sqlglot turns it into
     CREATE TABLE ... AS), MonetDB no DELETE ... USING (the rewrite would run it)."""
