@@ -267,13 +267,12 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
-    """Syntax sqlglot reads in the engine's dialect but the engine rejects, and tique's
-    rewrite would give a meaning: DuckDB has no SELECT ... INTO (sqlglot turns it into
-    CREATE TABLE ... AS), MonetDB no DELETE ... USING (the rewrite would run it)."""
+    """Syntax sqlglot reads in the engine's dialect but the engine rejects, where the
+    generated SQL would mean something else: DuckDB has no SELECT ... INTO (sqlglot turns
+    it into CREATE TABLE ... AS). (MonetDB's missing DELETE ... USING is left to tique,
+    which gives it PostgreSQL's meaning on tique tables.)"""
     if dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
         raise ProgrammingError(describe(sql, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
-    if dialect == "monetdb" and isinstance(tree, exp.Delete) and tree.args.get("using"):
-        raise ProgrammingError(describe(sql, 'syntax error in: "delete from ... using": MonetDB has no DELETE ... USING; use WHERE ... IN (SELECT ...)'))
 
 
 def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
