@@ -512,9 +512,9 @@ class Connection:
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
         try:
             cur = self._backend.execute(self._raw, engine_sql, values, analytic) if analytic else self._backend.execute(self._raw, engine_sql, values)
+            description = self._backend.description(cur)  # may ask the engine (MonetDB's native names)
         except Exception as error:
             raise self._backend.translate(error, statement) from error
-        description = self._backend.description(cur)
         if description is not None:
             rowcount = getattr(cur, "rowcount", -1)
             return cur, description, rowcount if isinstance(rowcount, int) else -1

@@ -70,7 +70,7 @@ def _locked_references(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, 
     """The tique table references whose rows the clauses lock: those named by OF, or
     every table of the FROM clause (as PostgreSQL does)."""
     if tree.args.get("distinct") or tree.args.get("group") or tree.args.get("having") or any(
-            isinstance(node, (exp.AggFunc, exp.Window)) for node in tree.expressions for node in node.walk()):
+            isinstance(node, (exp.AggFunc, exp.Window)) for projection in tree.expressions for node in projection.walk()):
         # PostgreSQL: FOR UPDATE is not allowed with DISTINCT, GROUP BY, HAVING, aggregates or window functions.
         raise NotSupportedError(describe(statement, "FOR UPDATE is not allowed with DISTINCT, GROUP BY, HAVING, aggregate or window functions"))
     from_ = tree.args.get("from_") or tree.args.get("from")
