@@ -197,7 +197,7 @@ def test_postgres_for_update_makes_a_concurrent_writer_lose(connect: Connect, en
 
     # The locker commits first: the writer of a locked row loses.
     locker, writer = connect(), connect()
-    assert rows(locker, "SELECT bal FROM acc WHERE id = 1 FOR UPDATE") == [(100,)]
+    assert rows(locker, "SELECT bal FROM acc WHERE id = ? FOR UPDATE", (1,)) == [(100,)]
     run(writer, "UPDATE acc SET bal = bal - 10 WHERE id = 1")
     locker.commit()
     with pytest.raises(tique.SerializationFailure):

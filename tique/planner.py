@@ -229,7 +229,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         _alias_as_written(tree, lookup)
     refuse_what_the_engine_rejects(tree, backend.dialect, sql)
-    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql)
+    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql) if tree.find(exp.Lock) else []
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)
@@ -242,9 +242,6 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         if not touched:
             return NativePlan(backend.compile(tree), params)
-        names = tuple(sorted({t.name for _, t in touched}))
-        analytic = any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
-                       for ref, t in touched)
         if locks:
             assert isinstance(tree, exp.Select)
             writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)

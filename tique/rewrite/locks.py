@@ -54,8 +54,10 @@ def refuse_unsupported_locks(tree: exp.Expression, dialect: str, touches_tique: 
         if wait is not None:
             raise NotSupportedError(describe(statement, f"{shown} SKIP LOCKED on tique tables is not supported: tique locks no row, so none "
                                                         "could be skipped; drop SKIP LOCKED and retry the transaction on SerializationFailure"))
-        if lock.parent is not tree:
-            raise NotSupportedError(describe(statement, f"{shown} inside a subquery or CTE is not supported on tique tables; put it on the outer SELECT"))
+        if isinstance(tree, exp.SetOperation) and lock.parent is tree:
+            raise NotSupportedError(describe(statement, f"{shown} is not allowed with UNION/INTERSECT/EXCEPT"))
+        if lock.parent is not tree or not isinstance(tree, exp.Select):
+            raise NotSupportedError(describe(statement, f"{shown} inside a subquery, a CTE or a set operation (UNION ...) is not supported on tique tables; put it on a plain outer SELECT"))
     return locks
 
 
