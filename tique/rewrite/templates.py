@@ -44,7 +44,7 @@ def _parsed(name: str) -> tuple[exp.Expression, ...]:
         forget_positions(tree)
         for node in tree.walk():  # the comments document the files; they would only bloat every statement
             node.comments = None
-        drop_implicit_null_order(tree)  # templates write no null order: each engine's default holds
+        drop_implicit_null_order(tree)  # templates write no null order (they sort by keys never NULL)
     return trees
 
 
