@@ -11,6 +11,7 @@ import pytest
 
 import tique
 from sqlhelp import rows, run
+from tique.checkpoint import checkpoint
 
 Connect = Callable[..., tique.Connection]
 Native = Callable[[str], list[tuple]]
@@ -279,6 +280,11 @@ def test_full_outer_join_with_parenthesised_right_side(twins: Twins) -> None:
         twins.create(f"CREATE TABLE {name} (a INTEGER)", f"INSERT INTO {name} VALUES {values}")
     twins.same("SELECT * FROM f1 FULL OUTER JOIN (f2 JOIN f3 ON f2.a = f3.a) ON f1.a = f2.a", ordered=False)
     twins.same("SELECT f1.a, f2.a, f3.a FROM f1 LEFT JOIN (f2 LEFT JOIN f3 ON f2.a = f3.a) ON f1.a = f2.a", ordered=False)
+    twins.same("SELECT count(*) FROM (f1 JOIN f2 ON f1.a = f2.a) FULL JOIN f3 ON f3.a = f2.a")
+    # Again once the tables' caches are empty: DuckDB then reads storage directly.
+    checkpoint(twins.conn)
+    twins.conn.commit()
+    twins.same("SELECT * FROM f1 FULL OUTER JOIN (f2 JOIN f3 ON f2.a = f3.a) ON f1.a = f2.a", ordered=False)
     twins.same("SELECT count(*) FROM (f1 JOIN f2 ON f1.a = f2.a) FULL JOIN f3 ON f3.a = f2.a")
 
 

@@ -100,7 +100,7 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
 _ATTACHED = ("joins", "laterals", "pivots")
 
 
-def _carry_attached(ref: exp.Table, subquery: exp.Subquery) -> None:
+def carry_attached(ref: exp.Table, subquery: exp.Subquery) -> None:
     """Moves what hangs on `ref` to the subquery replacing it, which keeps it where it stood."""
     for arg in _ATTACHED:
         attached = ref.args.get(arg)
@@ -117,7 +117,7 @@ def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulatio
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
-        _carry_attached(ref, subquery)
+        carry_attached(ref, subquery)
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery
         ref.replace(subquery)

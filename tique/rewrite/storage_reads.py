@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tique.rewrite.reads import Lookup, referenced_tables
+from tique.rewrite.reads import Lookup, carry_attached, referenced_tables
 from tique.rewrite.templates import quoted
 
 
@@ -22,6 +22,7 @@ def read_storage(tree: exp.Expression, lookup: Lookup, clean: frozenset[str]) ->
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         projection = exp.select(*[exp.column(quoted(c)) for c in table.user_columns]).from_(exp.Table(this=quoted(table.storage)))
         subquery = exp.Subquery(this=projection, alias=alias.copy())
+        carry_attached(ref, subquery)
         if ref is tree:
             return subquery
         ref.replace(subquery)
