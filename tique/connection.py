@@ -13,7 +13,7 @@ from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.isolation import IsolationLevel, parse_level, supported
-from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, batch_rows, batched, make_plan
+from tique.planner import ControlPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, Plan, ReadPlan, WritePlan, batch_rows, batched, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -492,6 +492,15 @@ class Connection:
                 self._fail(txn)
             raise
 
+    def _fetch_failed(self, error: Exception, statement: str) -> errors.Error:
+        """An engine error raised while fetching a result, as tique's; as natively, it
+        aborts the open transaction like any failed statement."""
+        translated = self._backend.translate(error, statement)
+        txn = self._txn
+        if txn is not None:
+            self._fail(txn)
+        return translated
+
     def _replan_after(self, error: ProgrammingError, sql: str) -> bool:
         """Plans follow the catalog as this connection last read it; if another client has
         since dropped or redefined a table, plan again from the database and retry once.
@@ -544,6 +553,10 @@ class Connection:
             verb = sql.split(None, 1)[0].upper() if sql.strip() else "a write"
             raise errors.InternalError(describe(sql, f"cannot execute {verb} in a read-only transaction"))
         try:
+            if isinstance(plan, LockingReadPlan):
+                for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
+                    self._write(lock, params, txn, sql)
+                plan = plan.read
             if isinstance(plan, ReadPlan):
                 # A read that needs this transaction's uncommitted writes runs on the
                 # session holding them; others may run where analytics run best.
@@ -580,9 +593,9 @@ class Connection:
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
         try:
             cur = self._backend.execute(self._raw, engine_sql, values, analytic) if analytic else self._backend.execute(self._raw, engine_sql, values)
+            description = self._backend.description(cur)  # may ask the engine (MonetDB's native names)
         except Exception as error:
             raise self._backend.translate(error, statement) from error
-        description = self._backend.description(cur)
         if description is not None:
             rowcount = getattr(cur, "rowcount", -1)
             return cur, description, rowcount if isinstance(rowcount, int) else -1

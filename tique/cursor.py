@@ -1,12 +1,14 @@
 """PEP 249 cursor: holds one result at a time and delegates the work to its connection."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
-from tique.errors import InterfaceError, NotSupportedError, ProgrammingError
+from tique.errors import Error, InterfaceError, NotSupportedError, ProgrammingError
 
 if TYPE_CHECKING:
     from tique.connection import Connection
+
+T = TypeVar("T")
 
 
 class Cursor:
@@ -17,6 +19,7 @@ class Cursor:
         self.rowcount = -1
         self.arraysize = 1
         self.lastrowid = None
+        self._statement = ""  # the application's text of the statement whose result is held
 
     @property
     def connection(self) -> "Connection":
@@ -35,6 +38,7 @@ class Cursor:
         if not isinstance(operation, str):
             raise ProgrammingError(f"statement must be a str, not {type(operation).__name__}")
         self._result, self.description, self.rowcount = None, None, -1
+        self._statement = operation
         result, description, rowcount = conn._execute(operation, tuple(parameters) if parameters is not None else ())
         self._result, self.description, self.rowcount = result, description, rowcount
         return self
@@ -56,15 +60,29 @@ class Cursor:
             raise ProgrammingError("no result set: the last statement returned no rows")
         return self._result
 
+    def _fetch(self, fetch: Callable[[Any], T]) -> T:
+        """Runs `fetch` on the engine's result. Engines stream results (DuckDB raises a
+        conversion error only when the failing row is fetched), so fetching fails like
+        executing: as tique's exception in the application's terms, and aborting the
+        transaction as the engine does."""
+        result = self._rows()
+        try:
+            return fetch(result)
+        except Error:
+            raise
+        except Exception as error:
+            raise self.connection._fetch_failed(error, self._statement) from error
+
     def fetchone(self) -> tuple | None:
-        row = self._rows().fetchone()
+        row = self._fetch(lambda result: result.fetchone())
         return tuple(row) if row is not None else None
 
     def fetchmany(self, size: int | None = None) -> list[tuple]:
-        return [tuple(r) for r in self._rows().fetchmany(self.arraysize if size is None else size)]
+        count = self.arraysize if size is None else size
+        return [tuple(r) for r in self._fetch(lambda result: result.fetchmany(count))]
 
     def fetchall(self) -> list[tuple]:
-        return [tuple(r) for r in self._rows().fetchall()]
+        return [tuple(r) for r in self._fetch(lambda result: result.fetchall())]
 
     def __iter__(self) -> Iterator[tuple]:
         while (row := self.fetchone()) is not None:

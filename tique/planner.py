@@ -12,16 +12,16 @@ from typing import Any, Callable, Union
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
-from sqlglot.parser import Parser
-from sqlglot.tokens import TokenType
+from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
-from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.constraints import constraint_checks
+from tique.rewrite.faithful import parser_class
+from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
+from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid
 from tique.rewrite.snapshot import Formulation
@@ -48,6 +48,18 @@ class ReadPlan:
     # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
     source: exp.Expression | None = None
     variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class LockingReadPlan:
+    """SELECT ... FOR UPDATE on PostgreSQL (tique/rewrite/locks.py): the rows it reads are
+    written back unchanged first, which puts their keys in the write-set, then read."""
+    locks: tuple["WritePlan", ...]
+    read: ReadPlan
+
+    @property
+    def params(self) -> int:
+        return self.read.params
 
 
 @dataclass(frozen=True)
@@ -120,26 +132,7 @@ class ControlPlan:
     read_only: bool | None = None
 
 
-Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
-
-
-@functools.lru_cache(maxsize=None)
-def _parser_class(dialect: str) -> type[Parser]:
-    """The dialect's parser, minus `:name` placeholders: tique takes `?` and `$n` markers
-    only, and a `:` that opens a name is an array slice with no lower bound (`arr[:n]`)."""
-    base = Dialect.get_or_raise(dialect).parser_class
-    placeholders = {k: v for k, v in base.PLACEHOLDER_PARSERS.items() if k != TokenType.COLON}
-
-    def parse_generated(self: Parser) -> exp.Expression:
-        """`GENERATED ALWAYS AS (expr)` followed by VIRTUAL or STORED (DuckDB's spelling,
-        which sqlglot leaves unread: a syntax error) as the computed column it declares."""
-        parsed = base._parse_generated_as_identity(self)
-        expression = parsed.args.get("expression") if isinstance(parsed, exp.GeneratedAsIdentityColumnConstraint) else None
-        if expression is not None and self._match_texts(("VIRTUAL", "STORED")):
-            return exp.ComputedColumnConstraint(this=exp.paren(expression, copy=False), persisted=self._prev.text.upper() == "STORED")
-        return parsed
-
-    return type(f"Tique{base.__name__}", (base,), {"PLACEHOLDER_PARSERS": placeholders, "_parse_generated_as_identity": parse_generated})
+Plan = Union[NativePlan, ReadPlan, LockingReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:
@@ -147,7 +140,7 @@ def parse_one(sql: str, dialect: str) -> exp.Expression:
     marked = mark_parameters(sql)
     engine = Dialect.get_or_raise(dialect)
     try:
-        parsed = _parser_class(dialect)(dialect=engine).parse(engine.tokenize(marked.sql), marked.sql)
+        parsed = parser_class(dialect)(dialect=engine).parse(engine.tokenize(marked.sql), marked.sql)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         where = ""
@@ -242,6 +235,15 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
     control = control_statement(sql)  # tique's own, on every engine: before any parser
     if control is not None:
         return ControlPlan(control.action, control.level, control.read_only)
+    try:
+        return _make_plan(sql, backend, lookup, formulation, static_tables)
+    except UnsupportedError as error:
+        # The generator cannot say it in the engine's SQL as written (tique/rewrite/faithful.py):
+        # sending what it can say would run a statement that means something else.
+        raise NotSupportedError(describe(sql, f"not supported through tique: {error}")) from None
+
+
+def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
@@ -280,6 +282,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         _alias_as_written(tree, lookup)
         if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
             expose_rowid(tree, lookup, sql)
+    refuse_what_the_engine_rejects(tree, backend.dialect, sql)
+    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql) if tree.find(exp.Lock) else []
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)
@@ -292,15 +296,34 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         if not touched:
             return NativePlan(backend.compile(tree), params)
-        names = tuple(sorted({t.name for _, t in touched}))
-        analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
-        source = tree.copy() if backend.cache_state is not None else None
-        return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, key_hash, lateral=backend.lateral_point_reads)),
-                        params, names, analytic, source)
+        if locks:
+            assert isinstance(tree, exp.Select)
+            writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)
+            read = _make_plan_of_read(without_locks(tree), backend, lookup, formulation, params, touched)
+            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read)
+        return _make_plan_of_read(tree, backend, lookup, formulation, params, touched)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
     return NativePlan(backend.compile(tree), params)
+
+
+def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, formulation: Formulation, params: int,
+                       touched: list) -> ReadPlan:
+    names = tuple(sorted({t.name for _, t in touched}))
+    analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
+    source = tree.copy() if backend.cache_state is not None else None
+    return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
+                    params, names, analytic, source)
+
+
+def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
+    """Syntax sqlglot reads in the engine's dialect but the engine rejects, where the
+    generated SQL would mean something else: DuckDB has no SELECT ... INTO (sqlglot turns
+    it into CREATE TABLE ... AS). (MonetDB's missing DELETE ... USING is left to tique,
+    which gives it PostgreSQL's meaning on tique tables.)"""
+    if dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
+        raise ProgrammingError(describe(sql, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
 
 
 def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:

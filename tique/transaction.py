@@ -108,6 +108,44 @@ class CommitStatements:
             exp.EQ(this=exp.column("txid"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
 
+    def conflict(self, tables: list[TableDef]) -> Compiled:
+        """A key of ours that a concurrent committer also wrote, with its table: the rows
+        (table name, key values as text, padded with NULLs) of our cache versions whose
+        write-set hash some transaction that certifies against us logged. Read only after
+        certification failed, to say what the conflict was on."""
+        key = ("conflict", *sorted(tables, key=lambda t: t.name))
+        compiled = self._write_sets.get(key)  # type: ignore[call-overload]
+        if compiled is None:
+            width = max(len(t.key) for t in tables)
+            text = exp.DataType.build("VARCHAR")
+            parts = []
+            for table in sorted(tables, key=lambda t: t.name):
+                shown = [] if table.hidden_rowid else list(table.key)
+                values = [exp.cast(exp.column(k, "c", quoted=True), text) for k in shown]
+                values += [exp.cast(exp.Null(), text)] * (width - len(values))
+                parts.append(exp.select(exp.alias_(exp.Literal.string(table.name), "tq_table"),
+                                        *[exp.alias_(v, f"k{i}") for i, v in enumerate(values)],
+                                        exp.alias_(self.backend.key_hash(table.name, [exp.column(k, "c", quoted=True) for k in table.match_key]), "key_hash"))
+                             .from_(exp.table_(exp.to_identifier(table.cache, quoted=True), alias="c"))
+                             .where(exp.EQ(this=exp.column("tq_txid", "c"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
+            union = parts[0]
+            for part in parts[1:]:
+                union = exp.union(union, part, distinct=False)
+            (certify,) = template("common/certify.sql")
+            theirs = certify.select(exp.column("key_hash", "theirs"), append=False)
+            theirs.set("limit", None)
+            theirs.set("where", None)
+            theirs.set("joins", [j for j in theirs.args["joins"] if j.alias_or_name != "theirs"])
+            theirs.set("from_", exp.From(this=exp.table_("tq_write_sets", alias="theirs")))
+            theirs.where(exp.NEQ(this=exp.column("txid", "theirs"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT")), copy=False)
+            theirs.where(exp.GT(this=exp.column("cts", "theirs"), expression=exp.cast(exp.Placeholder(this="tq_sts"), "BIGINT")), copy=False)
+            theirs.where("o.did_commit IS NULL OR o.did_commit", copy=False)
+            query = (exp.select("*").from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("mine"))))
+                     .where(exp.In(this=exp.column("key_hash", "mine"), query=exp.Subquery(this=theirs))).limit(1))
+            compiled = self.backend.compile(query)
+            self._write_sets[key] = compiled  # type: ignore[index]
+        return compiled
+
     def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled:
         """The write-set insert. `taken_in_request`: the commit timestamp is taken by the
         statement before it in the same request, so it is read from the session
@@ -248,10 +286,42 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     if lost:
         raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({timeout}s) and another client resolved it as aborted")
     if not committed:
-        failure = SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same key first (first committer wins); the transaction was rolled back")
+        on = _conflict_named(backend, raw, sql, tables, ctx)
+        failure = SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same {on} first (first committer wins); the transaction was rolled back")
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:
+    """What certification failed on, in the application's terms: `row of accounts with
+    id = 7`, or `row of accounts` where the key cannot be told (a table without primary
+    key, or versions already purged). One read, on the failure path only."""
+    try:
+        query = sql.conflict(tables)
+        found = backend.rows(raw, query.sql, query.values((), ctx))
+    except Exception:
+        found = []
+    if not found:
+        names = sorted(t.name for t in tables)
+        return f"key of {names[0]}" if len(names) == 1 else f"key (in one of {', '.join(names)})"
+    name, *values = found[0][:-1]
+    table = next(t for t in tables if t.name == name)
+    if table.hidden_rowid:
+        return f"row of {name}"
+    shown = [_literal(v) for v in values[:len(table.key)]]
+    if len(table.key) == 1:
+        return f"key of {name} ({table.key[0]} = {shown[0]})"
+    return f"key of {name} (({', '.join(table.key)}) = ({', '.join(shown)}))"
+
+
+def _literal(value: Any) -> str:
+    text = str(value)
+    try:
+        float(text)
+        return text
+    except ValueError:
+        return "'" + text.replace("'", "''") + "'"
 
 
 def _give_back(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:

@@ -22,6 +22,7 @@ import tique.dialects.monetdb  # noqa: F401  (registers the dialect)
 from tique import errors
 from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
+from tique.rewrite import faithful
 from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
@@ -494,7 +495,7 @@ class MonetDBBackend(Backend):
 
     def compile(self, tree: exp.Expression) -> Compiled:
         """pymonetdb binds %s markers in text order, so the names follow the rendered text."""
-        tree = _type_text_values(tree)
+        tree = _name_leading_derived_tables(_type_text_values(tree))
         compiled = self._render(tree)
         plain = _over_storage(tree)
         if plain is not None:
@@ -525,7 +526,7 @@ class MonetDBBackend(Backend):
             tree = tree.copy()
             for node in list(tree.find_all(exp.Placeholder)):
                 node.replace(exp.column(f"__tqp_{node.this}__"))
-            text = tree.sql(self.dialect).replace("%", "%%")
+            text = faithful.to_sql(tree, self.dialect).replace("%", "%%")
             names = tuple(_TOKEN.findall(text))
             return Compiled(FormatSQL(_TOKEN.sub("%s", text)), names)
 
@@ -699,6 +700,30 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
 
 
 _TEXT = exp.DataType.build("TEXT")
+
+
+def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
+    """MonetDB's parser rejects a parenthesised join that opens with a derived table,
+    `((SELECT ...) AS t JOIN u ON ...)`, which is what a tique table leading one becomes
+    (its snapshot). The derived table moves to a WITH clause of the enclosing SELECT and
+    the join opens with its name instead. Returns `tree` itself when it has none, else a
+    changed copy."""
+    def leading(node: exp.Expression) -> bool:
+        return (isinstance(node, exp.Subquery) and bool(node.args.get("joins")) and node.alias != ""
+                and isinstance(node.parent, exp.Subquery) and node.parent.this is node)
+
+    if not any(leading(n) for n in tree.find_all(exp.Subquery)):
+        return tree
+    tree = tree.copy()
+    for number, derived in enumerate([n for n in tree.find_all(exp.Subquery) if leading(n)]):
+        owner = derived.parent.find_ancestor(exp.Select)
+        if owner is None:
+            continue
+        name = f"tq_lead_{number}"
+        owner.with_(name, derived.this.copy(), append=True, copy=False)
+        derived.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=derived.args["alias"],
+                                  joins=derived.args["joins"]))
+    return tree
 
 
 def _direct(tree: exp.Expression) -> bool:

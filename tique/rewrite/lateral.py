@@ -112,6 +112,8 @@ def lateral_key_values(table: TableDef, ref: exp.Table, lookup: Lookup) -> dict[
     an equality in the join's ON or the SELECT's WHERE, and at least one to columns of the
     FROM items before it (otherwise the ordinary point read already uses the index), and
     each of those items is narrow (see `_narrow`)."""
+    if any(ref.args.get(arg) for arg in ("joins", "laterals", "pivots")):
+        return None  # it leads a parenthesised join: what hangs on it must stay with it
     join = ref.parent
     select = join.parent if isinstance(join, exp.Join) else None
     if not isinstance(select, exp.Select) or join.side or join.args.get("method") or join.args.get("using"):

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+
+from tique.rewrite import faithful
 
 USER_PREFIX = "tq_p"
 
@@ -230,8 +231,7 @@ MARKED = re.compile(MARK + r"([A-Za-z_][A-Za-z0-9_]*)" + MARK)
 @functools.cache
 def _marking_generator(dialect: str) -> type:
     """The dialect's generator, rendering placeholders as marks."""
-    d = Dialect.get_or_raise(dialect)
-    base = d.generator_class
+    base = faithful.generator_class(dialect)
 
     def mark(self, node: exp.Placeholder) -> str:
         self.tq_marks += 1
@@ -245,7 +245,7 @@ def render_marked(tree: exp.Expression, dialect: str) -> str:
     """`tree` as SQL of `dialect`, its placeholders as marks. The generator may rewrite
     the tree it renders (dialect transforms), so it renders a copy: one copy, where
     `Expression.sql` would make its own on top of any the caller made."""
-    generator = _marking_generator(dialect)(dialect=Dialect.get_or_raise(dialect))
+    generator = faithful.generator(dialect, _marking_generator(dialect))
     text = generator.generate(tree.copy(), copy=False)
     if text.count(MARK) != 2 * (generator.tq_marks + text.count(ROWS.name)):
         # The application's own text held the mark character (in a string literal): mark
@@ -284,7 +284,7 @@ def compile_statement(tree: exp.Expression, dialect: str, param_node) -> Compile
         if name not in names:
             names.append(name)
         node.replace(param_node(names.index(name) + 1))
-    return Compiled(tree.sql(dialect), tuple(names))
+    return Compiled(faithful.to_sql(tree, dialect), tuple(names))
 
 
 ROWS = exp.Var(this=f"{MARK}rows{MARK}")  # stands for the VALUES rows in a RowTemplate's head

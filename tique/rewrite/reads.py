@@ -97,6 +97,19 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
     return used or table.user_columns[:1]  # a projection needs one column (SELECT COUNT(*), EXISTS)
 
 
+# What a parser hangs on a table reference rather than on its SELECT: the joins of a
+# parenthesised join, `(t JOIN u ON ...)`, are the first table's.
+_ATTACHED = ("joins", "laterals", "pivots")
+
+
+def carry_attached(ref: exp.Table, subquery: exp.Subquery) -> None:
+    """Moves what hangs on `ref` to the subquery replacing it, which keeps it where it stood."""
+    for arg in _ATTACHED:
+        attached = ref.args.get(arg)
+        if attached:
+            subquery.set(arg, attached)
+
+
 def lateral_read(table: TableDef, ref: exp.Table, lookup: Lookup, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
     """The key values `ref` is read laterally by (tique/rewrite/lateral.py), or None.
     Only where the engine can use them (`lateral`) and the formulation is not forced to scans."""
@@ -133,6 +146,7 @@ def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulatio
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
+        carry_attached(ref, subquery)
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery
         ref.replace(subquery)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tique.catalog import ROWID
-from tique.rewrite.reads import Lookup, referenced_tables
+from tique.rewrite.reads import Lookup, carry_attached, referenced_tables
 from tique.rewrite.templates import quoted
 
 
@@ -26,6 +26,7 @@ def read_storage(tree: exp.Expression, lookup: Lookup, clean: frozenset[str]) ->
             columns += (ROWID,)  # read as `rowid` (tique/rewrite/rowid.py)
         projection = exp.select(*[exp.column(quoted(c)) for c in columns]).from_(exp.Table(this=quoted(table.storage)))
         subquery = exp.Subquery(this=projection, alias=alias.copy())
+        carry_attached(ref, subquery)
         if ref is tree:
             return subquery
         ref.replace(subquery)

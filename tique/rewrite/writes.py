@@ -7,6 +7,7 @@ Reads inside the statement see the transaction's own writes before it (`tq_seq_l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from sqlglot import exp
 
@@ -46,11 +47,11 @@ def _param(name: str, type_: str = "BIGINT") -> exp.Expression:
     return exp.cast(exp.Placeholder(this=name), data_type(type_))
 
 
-def _metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
+def metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
     return [_param("tq_txid"), _param(seq_param, "INTEGER"), exp.Boolean(this=deleted)]
 
 
-def _cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
+def cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
     columns = [quoted(c) for c in table.physical_columns] + [quoted("tq_txid"), quoted("tq_seq"), quoted("tq_deleted")]
     target = exp.Schema(this=exp.Table(this=quoted(table.cache)), expressions=columns)
     return exp.Insert(this=target, expression=source)
@@ -328,14 +329,19 @@ def _requalified(expression: exp.Expression, qualifier: str) -> exp.Expression:
     return expression.transform(swap)
 
 
-def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: exp.Select, dialect: str) -> exp.Select:
+def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: exp.Select, dialect: str,
+                  once: Callable[[exp.Select], exp.Select] | None = None) -> exp.Select:
     """`source` projecting one row of the table's physical columns, from `values` for
     every column but the generated ones; those are computed from the row's final values
     (a level up, so each value, a nextval() default or a random() included, is computed
-    once), typed as their columns as the engine would store them."""
+    once), typed as their columns as the engine would store them. `once` keeps one row
+    per target row (UPDATE ... FROM), where the target's alias is still in scope."""
     if not table.generated_columns:
-        return source.select(*[values[c] for c in table.physical_columns])
+        row = source.select(*[values[c] for c in table.physical_columns])
+        return once(row) if once is not None else row
     inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values])
+    if once is not None:
+        inner = once(inner)
     projections = []
     for name in table.physical_columns:
         col = table.column(name) if name in table.user_columns else None
@@ -428,8 +434,8 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
         values[ROWID] = _rowid_default(table)
     if table.packed:
         values[PACKED] = packed_key(table, [_key_value(values, k, statement) for k in table.key])
-    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*_metadata("tq_seq_write", False))
-    return WritePlan(table, (_cache_insert(table, select),), 0, not table.hidden_rowid, written_keys, repeat)
+    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False))
+    return WritePlan(table, (cache_insert(table, select),), 0, not table.hidden_rowid, written_keys, repeat)
 
 
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
@@ -440,20 +446,48 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Looku
     point = pinned_key(table, tree.args.get("where"), ref.alias_or_name) if formulation is Formulation.RANK else None
     snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias)))
     select = exp.select().from_(snap)
-    extra = []
-    # sqlglot names UPDATE's FROM clause "from_" from version 28 on, "from" before it.
-    from_clause = (tree.args.get("from_") or tree.args.get("from")) if isinstance(tree, exp.Update) else None
-    if from_clause is not None:
-        extra.append(from_clause.this)
-        extra.extend(j.this for j in from_clause.args.get("joins") or [])
-    if isinstance(tree, exp.Delete) and tree.args.get("using"):
-        extra.extend(tree.args["using"])
-    for source in extra:
-        select = select.join(replace_tables(source.copy(), lookup, formulation, key_hash), join_type="cross")
+    for source in _sources(tree):
+        source = source.copy()
+        # A source's own joins (`FROM s1, s2 JOIN s3 ON ...`) hang on its first table:
+        # they follow it as written, each side read at the snapshot.
+        attached = source.args.get("joins") or []
+        source.set("joins", None)
+        select = select.join(replace_tables(source, lookup, formulation, key_hash), join_type="cross")
+        for join in attached:
+            select.append("joins", replace_tables(join, lookup, formulation, key_hash))
     where = tree.args.get("where")
     if where is not None:
         select = select.where(replace_tables(where.this.copy(), lookup, formulation, key_hash))
     return select, alias
+
+
+def _sources(tree: exp.Update | exp.Delete) -> list[exp.Expression]:
+    """The FROM items of an UPDATE ... FROM, or the USING items of a DELETE ... USING."""
+    if isinstance(tree, exp.Delete):
+        return list(tree.args.get("using") or [])
+    # sqlglot names UPDATE's FROM clause "from_" from version 28 on, "from" before it.
+    from_clause = tree.args.get("from_") or tree.args.get("from")
+    if from_clause is None:
+        return []
+    return [from_clause.this, *(j.this for j in from_clause.args.get("joins") or [])]
+
+
+def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select:
+    """`select`, writing each target row once however many source rows match it.
+
+    Joined with UPDATE ... FROM or DELETE ... USING sources, the target row appears once
+    per matching combination of source rows; natively the row is updated (with values
+    from an arbitrary one of them) or deleted once. Versions are numbered per row (its
+    key, or hidden row id) and only the first is kept."""
+    inner = select.copy()
+    # Named outputs keep their names (a level above may read them by name).
+    names = [e.alias if isinstance(e, exp.Alias) else f"tq_c{i}" for i, e in enumerate(inner.expressions)]
+    inner.set("expressions", [exp.alias_(e, quoted(n)) for e, n in zip(inner.expressions, names)])
+    number = exp.Window(this=exp.RowNumber(), partition_by=[column(k, alias) for k in table.match_key])
+    inner.select(exp.alias_(number, quoted("tq_match")), copy=False)
+    return (exp.select(*[column(n, "tq_once") for n in names])
+            .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=quoted("tq_once"))))
+            .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1))))
 
 
 def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -483,11 +517,13 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
                   for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
     if table.packed and moves_key:
         new_values[PACKED] = packed_key(table, [assignments.get(k, column(k, alias)) for k in table.key])
+    once: Callable[[exp.Select], exp.Select] | None = (lambda select: _once_per_row(select, table, alias)) if _sources(tree) else None
     inserts: list[exp.Expression] = []
     if moves_key:
-        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_tomb", True))
-        inserts.append(_cache_insert(table, tombstones))
-    inserts.append(_cache_insert(table, _physical_row(table, new_values, source, dialect).select(*_metadata("tq_seq_write", False))))
+        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True))
+        inserts.append(cache_insert(table, once(tombstones) if once else tombstones))
+    row = _physical_row(table, new_values, source, dialect, once)
+    inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False))))
     return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
@@ -496,5 +532,7 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulatio
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
-    select = source.select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_write", True))
-    return WritePlan(table, (_cache_insert(table, select),), 0, False, assigned=frozenset())
+    select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True))
+    if _sources(tree):
+        select = _once_per_row(select, table, alias)
+    return WritePlan(table, (cache_insert(table, select),), 0, False, assigned=frozenset())
