@@ -6,10 +6,10 @@ import threading
 import weakref
 from typing import Any, Iterable
 
-from tique import errors
+from tique import ddl, errors
 from tique.backends import open_database
 from tique.backends.base import Backend
-from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
+from tique.catalog import TableDef
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
@@ -119,6 +119,8 @@ class Connection:
         self._failed: str | None = None
         self._plans: dict[tuple[str, Formulation], Plan] = {}
         self._catalog: dict[str, TableDef] = {}
+        self._catalog_version: int | None = None
+        self._reloaded = False  # the last _begin() reloaded the catalog
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
@@ -145,7 +147,10 @@ class Connection:
                 recover(backend, self._raw, [], force=False, first_open=False)
         self._load_catalog()
 
-    def _load_catalog(self) -> None:
+    def _load_catalog(self, version: int | None = None) -> None:
+        # The version first: a schema change committing in between makes the next begin
+        # reload again, never skip a reload.
+        self._catalog_version = self._backend.catalog_version(self._raw) if version is None else version
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
         self._catalog_ddl = dict(rows)
         self._catalog_key = frozenset(self._catalog_ddl.items())
@@ -157,8 +162,7 @@ class Connection:
         rows = dict(self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", []))
         if rows == self._catalog_ddl:
             return False
-        self._load_catalog()
-        _forget_commit_statements(self._backend)
+        self._reload_catalog()
         return True
 
     @property
@@ -250,6 +254,7 @@ class Connection:
             self._commit_transaction(txn)
         except errors.SerializationFailure:
             self._txn = None
+            self._schema_change_over(txn, committed=True)  # lost certification after its engine commit (see _ddl)
             raise
         except BaseException as error:
             self._abandon(txn)
@@ -257,13 +262,17 @@ class Connection:
                 raise self._backend.translate(error, "COMMIT") from error
             raise
         self._txn = None
+        self._schema_change_over(txn, committed=True)
 
     def _commit_transaction(self, txn: Transaction) -> None:
         if txn.buffered:
             self._flush_buffered(txn)
         if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
             txn.engine_open = False
-            self._backend.rollback_engine(self._raw)
+            if txn.schema_changed:  # but a schema change to commit
+                self._backend.commit_engine(self._raw)
+            else:
+                self._backend.rollback_engine(self._raw)
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
@@ -304,9 +313,12 @@ class Connection:
         """Rolls back: the engine transaction holding the writes, then the oracle's record."""
         self._txn = None
         try:
-            if txn.engine_open:
-                txn.engine_open = False
-                self._backend.rollback_engine(self._raw)
+            try:
+                if txn.engine_open:
+                    txn.engine_open = False
+                    self._backend.rollback_engine(self._raw)
+            finally:
+                self._schema_change_over(txn, committed=False)
             if txn.reserved_cts is not None:
                 release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
             else:
@@ -381,10 +393,14 @@ class Connection:
         return False
 
     def _begin(self) -> Transaction:
+        """Opens the tique transaction if none is; its begin also reads the catalog
+        version (same round trip), and a moved version reloads the catalog, so the
+        transaction plans against the schema as of its start (self._reloaded says so)."""
         txn = self._txn
+        self._reloaded = False
         if txn is None:
             try:
-                txid, sts = self._backend.oracle.begin(self._raw)
+                txid, sts, version = self._backend.begin(self._raw)
             except errors.Error:
                 raise
             except Exception as error:
@@ -393,7 +409,21 @@ class Connection:
                 # Debug fault: start below our own previous commit, once.
                 sts, self._last_commit_ts = min(sts, self._last_commit_ts - 1), None
             txn = self._txn = Transaction(txid, sts)
+            if version != self._catalog_version:
+                try:
+                    self._reload_catalog(version)
+                except BaseException as error:
+                    self._abandon(txn)
+                    if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                        raise self._backend.translate(error, "BEGIN") from error
+                    raise
+                self._reloaded = True
         return txn
+
+    def _reload_catalog(self, version: int | None = None) -> None:
+        """Another client changed the schema: the tables as the database now has them."""
+        self._load_catalog(version)
+        _forget_commit_statements(self._backend)
 
     def _latest_snapshot(self) -> int:
         """The snapshot a transaction beginning now would get (stale-snapshot fault only)."""
@@ -457,6 +487,18 @@ class Connection:
             return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
         implicit = self._autocommit and self._txn is None
         txn = self._begin()
+        if self._reloaded:  # planned against a catalog the transaction's begin found outdated
+            plan = self._plan(sql)
+            if isinstance(plan, NativePlan):  # its tables are no tique tables any more
+                try:
+                    outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+                except BaseException:
+                    if implicit:
+                        self._abandon(txn)
+                    raise
+                if implicit:
+                    self.commit()
+                return outcome
         if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
         if self.priority and not implicit:
@@ -569,38 +611,76 @@ class Connection:
         else:
             self.rollback()
 
+    # -- schema changes (tique/ddl.py) ------------------------------------------
     def _ddl(self, plan: CreatePlan | DropPlan, statement: str) -> None:
-        if self._txn is not None:
-            raise NotSupportedError(describe(statement, "DDL inside a transaction is not supported: tique tables change shape only between transactions; COMMIT or ROLLBACK first"))
+        """Inside an open transaction a schema change joins its engine transaction:
+        invisible to other connections until COMMIT, gone on ROLLBACK (every engine tique
+        runs on has transactional DDL). Between transactions it commits on its own, in
+        either autocommit mode (as tique always has; psycopg would open a transaction)."""
+        if self._txn is None:
+            self._ddl_alone(plan, statement)
+        else:
+            self._ddl_in_transaction(self._txn, plan, statement)
+        return None
+
+    def _ddl_alone(self, plan: CreatePlan | DropPlan, statement: str) -> None:
         backend, raw = self._backend, self._raw
+        committed = False
         try:
             with backend.atomic(raw):
-                if isinstance(plan, CreatePlan):
-                    exists = backend.rows(raw, "SELECT 1 FROM tq_tables WHERE name = $1", [plan.table.name])
-                    if exists:
-                        if plan.if_not_exists:
-                            return None
-                        raise ProgrammingError(describe(statement, f"table {plan.table.name!r} already exists"))
-                    for ddl in backend.physical_ddl(plan.table):
-                        backend.execute(raw, ddl, [])
-                    backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [plan.table.name, canonical_ddl(plan.table, backend.dialect)])
-                else:
-                    found = backend.rows(raw, "SELECT ddl FROM tq_tables WHERE name = $1", [plan.name])
-                    table = parse_catalog_row(found[0][0], backend.dialect) if found else None
-                    if table is None:
-                        if plan.if_exists:
-                            return None
-                        raise ProgrammingError(describe(statement, f"table {plan.name!r} does not exist"))
-                    for ddl in backend.drop_ddl(table):
-                        backend.execute(raw, ddl, [])
-                    backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [plan.name])
+                self._apply_ddl(plan, statement, None)
+            committed = True
         except errors.Error:
             raise
         except Exception as error:
             raise backend.translate(error, statement) from error
         finally:
-            if backend.cache_state is not None:
-                backend.cache_state.forget(plan.table.name if isinstance(plan, CreatePlan) else plan.name)
-            self._load_catalog()
-            _forget_commit_statements(backend)
-        return None
+            self._schema_changed({_ddl_target(plan)}, committed)
+
+    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | DropPlan, statement: str) -> None:
+        if txn.buffered:  # the writes before it run before it, as written
+            self._flush_buffered(txn)
+        self._open_engine_transaction(txn)
+        if not txn.schema_changed:
+            self._backend.schema_change_began(self._raw)
+        txn.schema_changed.add(_ddl_target(plan))
+        try:
+            self._apply_ddl(plan, statement, txn)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, statement) from error
+        # The transaction's own schema: its engine transaction reads its uncommitted catalog rows.
+        self._load_catalog()
+        _forget_commit_statements(self._backend)
+
+    def _apply_ddl(self, plan: CreatePlan | DropPlan, statement: str, txn: Transaction | None) -> None:
+        """The schema change's engine statements, inside the engine transaction open on the session."""
+        backend, raw = self._backend, self._raw
+        if isinstance(plan, CreatePlan):
+            ddl.create_table(backend, raw, plan.table, plan.if_not_exists, statement)
+        else:
+            if ddl.drop_table(backend, raw, plan.name, plan.if_exists, statement) and txn is not None:
+                txn.written.discard(plan.name)  # its rows went with it: no write-set for them
+
+    def _schema_change_over(self, txn: Transaction, committed: bool) -> None:
+        """The engine transaction holding `txn`'s schema change ended."""
+        if not txn.schema_changed:
+            return
+        self._backend.schema_change_ended(self._raw)
+        self._schema_changed(txn.schema_changed, committed)
+
+    def _schema_changed(self, names: set[str], committed: bool) -> None:
+        """After a schema change committed or rolled back: what was known of the objects is void."""
+        backend = self._backend
+        if committed:
+            backend.catalog_committed()
+        if backend.cache_state is not None:
+            for name in names:
+                backend.cache_state.forget(name)
+        _forget_commit_statements(backend)
+        self._load_catalog()
+
+
+def _ddl_target(plan: CreatePlan | DropPlan) -> str:
+    return plan.table.name if isinstance(plan, CreatePlan) else plan.name

@@ -66,6 +66,9 @@ class Transaction:
     # Tables this transaction told the backend's CacheState it writes; told again when it ends.
     noted: set[str] = field(default_factory=set)
     engine_epoch: int = 0  # CacheState's epoch just before the engine transaction began
+    # Tique objects whose schema this transaction changed (DDL inside it, tique/ddl.py):
+    # its engine transaction carries the change, so the commit commits it even without writes.
+    schema_changed: set[str] = field(default_factory=set)
 
     @property
     def statement_sts(self) -> int:

@@ -3,6 +3,12 @@
 SELECT pg_advisory_xact_lock(7411, 2);
 
 CREATE TABLE IF NOT EXISTS tq_tables (name TEXT PRIMARY KEY, ddl TEXT NOT NULL);
+-- Views and indexes over tique tables: (name, kind 'view' or 'index', the table an index is on, the statement).
+CREATE TABLE IF NOT EXISTS tq_objects (name TEXT PRIMARY KEY, kind TEXT NOT NULL, on_table TEXT, ddl TEXT NOT NULL);
+-- Bumped by every schema change in the same engine transaction: a transaction's begin
+-- reads it, and a connection reloads its catalog only when it moved.
+CREATE TABLE IF NOT EXISTS tq_catalog (id INT PRIMARY KEY, version BIGINT NOT NULL);
+INSERT INTO tq_catalog (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
 CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);

@@ -60,6 +60,23 @@ class DuckDBBackend(Backend):
         # A parse tree holds no values, data or catalog state (binding happens per call,
         # on a copy of the tree), so one is reused by every connection of the database.
         self._parsed = PlanCache()
+        # The catalog version in process memory (one process opens a DuckDB file), so a
+        # begin reads it for free; bumped once a schema change has committed.
+        self._catalog_version = 0
+
+    def begin(self, raw: Session) -> tuple[int, int, int]:
+        txid, sts = self.oracle.begin(raw)
+        return txid, sts, self._catalog_version
+
+    def catalog_version(self, raw: Session) -> int:
+        return self._catalog_version
+
+    def bump_catalog_version(self, raw: Session) -> None:
+        pass  # bumped in memory once committed (catalog_committed)
+
+    def catalog_committed(self) -> None:
+        with self.setup_lock:
+            self._catalog_version += 1
 
     def open(self) -> Session:
         return Session(self._base.cursor())

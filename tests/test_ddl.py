@@ -1,0 +1,206 @@
+"""Schema changes behave as natively: DDL inside a transaction (invisible to others until
+COMMIT, gone on ROLLBACK), views and indexes over tique tables, CREATE TABLE ... AS SELECT,
+CREATE OR REPLACE TABLE, callproc, and a catalog that follows other clients' changes
+from each transaction's begin. Every test runs on every engine."""
+from __future__ import annotations
+
+import pytest
+
+import tique
+from sqlhelp import Connect, Native, rows, run, table_names
+
+
+def tables_of(conn: tique.Connection) -> set[str]:
+    return set(conn.tables)
+
+
+# -- 1. DDL inside a transaction ---------------------------------------------------------------
+
+
+def test_create_table_after_insert_commits_with_the_transaction(connect: Connect) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR)")
+    run(conn, "INSERT INTO t VALUES (1, 'a')")
+    run(conn, "CREATE TABLE u (id INTEGER PRIMARY KEY, n INTEGER)")
+    run(conn, "INSERT INTO u VALUES (7, 70)")
+    assert rows(conn, "SELECT u.n, t.v FROM u, t") == [(70, "a")]
+    assert "u" not in tables_of(other)
+    with pytest.raises(tique.ProgrammingError):
+        rows(other, "SELECT * FROM u")
+    conn.commit()
+    assert rows(other, "SELECT id, n FROM u") == [(7, 70)]
+    assert rows(other, "SELECT id, v FROM t") == [(1, "a")]
+
+
+def test_create_table_in_a_transaction_is_gone_on_rollback(connect: Connect, native: Native, engine: str) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    run(conn, "INSERT INTO t VALUES (1)")
+    run(conn, "CREATE TABLE u (id INTEGER PRIMARY KEY)")
+    run(conn, "INSERT INTO u VALUES (2)")
+    conn.rollback()
+    assert tables_of(conn) == {"t"}
+    assert not table_names(native, engine) & {"u", "u_storage", "u_cache"}
+    assert rows(conn, "SELECT count(*) FROM t") == [(0,)]
+    run(conn, "CREATE TABLE u (id INTEGER PRIMARY KEY, w VARCHAR)")  # the name is free again
+    run(conn, "INSERT INTO u VALUES (1, 'x')")
+    conn.commit()
+    assert rows(conn, "SELECT * FROM u") == [(1, "x")]
+
+
+def test_drop_table_in_a_transaction(connect: Connect, native: Native, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "UPDATE t SET v = 11")
+    run(conn, "DROP TABLE t")
+    with pytest.raises(tique.ProgrammingError, match="t"):
+        rows(conn, "SELECT * FROM t")
+    conn.rollback()  # the failed read aborted the transaction, the drop with it
+    assert rows(conn, "SELECT id, v FROM t") == [(1, 10)]
+    run(conn, "INSERT INTO t VALUES (2, 20)")
+    run(conn, "DROP TABLE t")
+    conn.rollback()
+    assert rows(conn, "SELECT id, v FROM t") == [(1, 10)]
+    conn.commit()
+    assert rows(conn, "SELECT count(*) FROM t") == [(1,)]  # opens the transaction the DROP joins
+    run(conn, "DROP TABLE t")
+    # Not yet committed. (A read of t would wait for the COMMIT on PostgreSQL, natively too:
+    # DROP holds t's lock until then.)
+    assert ("t",) in native("SELECT name FROM tq_tables")
+    if engine != "postgres":
+        assert rows(other, "SELECT id, v FROM t") == [(1, 10)]
+    conn.commit()
+    assert "t" not in tables_of(conn)
+    with pytest.raises(tique.ProgrammingError, match="'t' does not exist|t"):
+        rows(other, "SELECT id, v FROM t")
+
+
+def test_drop_and_create_in_one_transaction(connect: Connect, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "BEGIN")
+    run(conn, "DROP TABLE t")
+    run(conn, "CREATE TABLE t (k VARCHAR PRIMARY KEY, w INTEGER)")
+    run(conn, "INSERT INTO t VALUES ('a', 1)")
+    if engine != "postgres":  # there the read waits for the DROP's COMMIT, natively too
+        assert rows(other, "SELECT id, v FROM t") == [(1, 10)]
+    conn.commit()
+    assert rows(other, "SELECT k, w FROM t") == [("a", 1)]
+
+
+def test_ddl_after_explicit_begin_in_autocommit_mode(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    run(conn, "BEGIN")
+    run(conn, "DROP TABLE t")
+    assert "t" not in tables_of(conn)
+    run(conn, "ROLLBACK")
+    assert "t" in tables_of(conn)
+    run(conn, "BEGIN")
+    run(conn, "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY)")
+    run(conn, "DROP TABLE IF EXISTS t")
+    run(conn, "DROP TABLE IF EXISTS t")
+    run(conn, "COMMIT")
+    assert "t" not in tables_of(conn)
+
+
+def test_failed_ddl_in_a_transaction_aborts_it(connect: Connect) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    run(conn, "INSERT INTO t VALUES (1)")
+    with pytest.raises(tique.ProgrammingError, match="'t' already exists") as raised:
+        run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    assert "_storage" not in str(raised.value) and "tq_" not in str(raised.value)
+    with pytest.raises(tique.InternalError):
+        run(conn, "INSERT INTO t VALUES (2)")
+    conn.rollback()
+    assert rows(conn, "SELECT count(*) FROM t") == [(0,)]
+
+
+# -- 5. the catalog follows other clients' changes from each transaction's begin --------------
+
+
+def test_a_redefined_table_is_read_with_its_new_key(connect: Connect) -> None:
+    reader, writer = connect(), connect(autocommit=True)
+    run(writer, "CREATE TABLE t (a INTEGER, b INTEGER, PRIMARY KEY (a))")
+    run(writer, "INSERT INTO t VALUES (1, 1)")
+    assert rows(reader, "SELECT a, b FROM t") == [(1, 1)]
+    reader.commit()
+    run(writer, "DROP TABLE t")
+    run(writer, "CREATE TABLE t (a INTEGER, b INTEGER, PRIMARY KEY (a, b))")
+    run(writer, "INSERT INTO t VALUES (1, 1)")
+    run(writer, "INSERT INTO t VALUES (1, 2)")
+    # Both rows share a (the old key): read by the old key, one would hide the other.
+    assert sorted(rows(reader, "SELECT a, b FROM t")) == [(1, 1), (1, 2)]
+    assert reader.tables["t"].key == ("a", "b")
+    reader.commit()
+
+
+def test_the_next_transaction_writes_by_the_new_key(connect: Connect) -> None:
+    reader, writer = connect(), connect(autocommit=True)
+    run(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(reader, "INSERT INTO t VALUES (1, 1)")
+    reader.commit()
+    run(writer, "DROP TABLE t")
+    run(writer, "CREATE TABLE t (id INTEGER, v INTEGER, PRIMARY KEY (id, v))")
+    run(reader, "INSERT INTO t VALUES (3, 3)")
+    run(reader, "INSERT INTO t VALUES (3, 4)")  # a duplicate by the old key (id)
+    reader.commit()
+    assert sorted(rows(writer, "SELECT * FROM t")) == [(3, 3), (3, 4)]
+
+
+def test_ddl_between_transactions_commits_on_its_own(connect: Connect) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    assert not conn.in_transaction
+    conn.rollback()
+    assert rows(other, "SELECT count(*) FROM t") == [(0,)]
+
+
+def test_the_catalog_check_costs_no_round_trip(connect: Connect) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 1)")
+    conn.commit()
+    for _ in range(5):  # warm: MonetDB prepares a statement once it has run a few times
+        rows(conn, "SELECT v FROM t WHERE id = 1")
+        conn.commit()
+    before = conn.counters
+    rows(conn, "SELECT v FROM t WHERE id = 1")
+    conn.commit()
+    plain = (conn.counters - before).round_trips
+    other = connect(autocommit=True)
+    run(other, "CREATE TABLE u (id INTEGER PRIMARY KEY)")
+    before = conn.counters
+    rows(conn, "SELECT v FROM t WHERE id = 1")
+    conn.commit()
+    assert "u" in conn.tables  # learned at begin, without a failure
+    before = conn.counters
+    rows(conn, "SELECT v FROM t WHERE id = 1")
+    conn.commit()
+    assert (conn.counters - before).round_trips <= plain
+
+
+# -- 4. callproc ------------------------------------------------------------------------------
+
+
+def test_callproc_calls_the_function_with_its_parameters_bound(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    params = ["MiXeD'; DROP TABLE x; --"]
+    returned = cur.callproc("lower", params)
+    assert returned == params and returned is not params  # a copy: no output parameters
+    assert cur.fetchall() == [("mixed'; drop table x; --",)]
+    assert cur.callproc("abs", (-3,)) == (-3,)
+    assert cur.fetchone() == (3,)
+    assert cur.description is not None and len(cur.description) == 1
+    with pytest.raises(tique.ProgrammingError, match="not a function name"):
+        cur.callproc("lower(1); SELECT", ())
+    with pytest.raises(tique.DatabaseError):
+        cur.callproc("no_such_function", (1,))
+    assert cur.callproc("abs", [-5]) == [-5] and cur.fetchone() == (5,)
