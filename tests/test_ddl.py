@@ -204,3 +204,73 @@ def test_callproc_calls_the_function_with_its_parameters_bound(connect: Connect)
     with pytest.raises(tique.DatabaseError):
         cur.callproc("no_such_function", (1,))
     assert cur.callproc("abs", [-5]) == [-5] and cur.fetchone() == (5,)
+
+
+# -- 3. CREATE TABLE ... AS SELECT, CREATE OR REPLACE TABLE ------------------------------------
+
+
+def test_create_table_as_select_copies_the_snapshot_with_inferred_types(connect: Connect, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(20), amount DECIMAL(10, 2))")
+    run(conn, "INSERT INTO t VALUES (1, 'a', 1.50), (2, 'b', 2.25), (3, 'c', 3.00)")
+    conn.commit()
+    run(conn, "UPDATE t SET v = 'own' WHERE id = 3")  # the transaction's own write is in its snapshot
+    if engine != "monetdb":  # there, natively too, a statement that writes aborts at commit if it read a table another transaction appended to since
+        run(other, "UPDATE t SET v = 'later' WHERE id = 1")  # committed after the snapshot: not in it
+    run(conn, "CREATE TABLE c AS SELECT id, v, amount * 2 AS twice FROM t WHERE id >= ?", (1,))
+    assert sorted(rows(conn, "SELECT id, v, twice FROM c")) == [(1, "a", 3), (2, "b", 4.5), (3, "own", 6)]
+    assert [c.name for c in conn.tables["c"].columns] == ["id", "v", "twice"]
+    assert "c" not in other.tables
+    conn.commit()
+    assert sorted(rows(other, "SELECT id, v FROM c")) == [(1, "a"), (2, "b"), (3, "own")]
+    run(other, "INSERT INTO c (id, v, twice) VALUES (4, 'd', 8)")  # an ordinary tique table
+    assert rows(other, "SELECT count(*) FROM c") == [(4,)]
+    with pytest.raises(tique.ProgrammingError, match="'c' already exists"):
+        run(other, "CREATE TABLE c AS SELECT * FROM t")
+    run(other, "CREATE TABLE IF NOT EXISTS c AS SELECT * FROM t")
+    assert rows(other, "SELECT count(*) FROM c") == [(4,)]
+
+
+def test_create_table_as_select_between_transactions_commits_on_its_own(connect: Connect, native: Native, engine: str) -> None:
+    conn, other = connect(), connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "CREATE TABLE c AS SELECT v FROM t")
+    assert not conn.in_transaction
+    assert rows(other, "SELECT v FROM c") == [(10,)]
+    assert not {n for n in table_names(native, engine) if n.startswith("tq_ctas")}
+
+
+def test_create_table_as_select_rolls_back(connect: Connect, native: Native, engine: str) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    run(conn, "CREATE TABLE c AS SELECT * FROM t")
+    conn.rollback()
+    assert tables_of(conn) == {"t"}
+    assert not table_names(native, engine) & {"c_storage", "c_cache"}
+
+
+def test_create_or_replace_table(connect: Connect, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10), (2, 20)")
+    conn.commit()
+    if engine != "duckdb":  # natively a syntax error there
+        with pytest.raises(tique.ProgrammingError, match="CREATE OR REPLACE TABLE") as raised:
+            run(conn, "CREATE OR REPLACE TABLE t (k VARCHAR PRIMARY KEY)")
+        assert "_storage" not in str(raised.value)
+        conn.rollback()
+        assert rows(conn, "SELECT count(*) FROM t") == [(2,)]
+        return
+    assert rows(conn, "SELECT count(*) FROM t") == [(2,)]
+    run(conn, "CREATE OR REPLACE TABLE t AS SELECT id, v + 1 AS v FROM t WHERE id = 2")  # reads the old t
+    assert rows(conn, "SELECT id, v FROM t") == [(2, 21)]
+    assert rows(other, "SELECT count(*) FROM t") == [(2,)]
+    conn.commit()
+    assert rows(other, "SELECT id, v FROM t") == [(2, 21)]
+    run(other, "CREATE OR REPLACE TABLE t (k VARCHAR PRIMARY KEY)")
+    assert rows(other, "SELECT count(*) FROM t") == [(0,)] and other.tables["t"].key == ("k",)
+    run(other, "CREATE OR REPLACE TABLE fresh (k INTEGER PRIMARY KEY)")
+    assert "fresh" in other.tables

@@ -6,13 +6,15 @@ import threading
 import weakref
 from typing import Any, Iterable
 
+from sqlglot import exp
+
 from tique import ddl, errors
 from tique.backends import open_database
 from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
-from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
+from tique.planner import ControlPlan, CreateAsPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -485,6 +487,8 @@ class Connection:
             raise mismatch
         if isinstance(plan, NativePlan):
             return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+        if isinstance(plan, CreateAsPlan):
+            return self._create_as(plan, sql, params), None, -1
         implicit = self._autocommit and self._txn is None
         txn = self._begin()
         if self._reloaded:  # planned against a catalog the transaction's begin found outdated
@@ -637,7 +641,7 @@ class Connection:
         finally:
             self._schema_changed({_ddl_target(plan)}, committed)
 
-    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | DropPlan, statement: str) -> None:
+    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan, statement: str, params: tuple = ()) -> None:
         if txn.buffered:  # the writes before it run before it, as written
             self._flush_buffered(txn)
         self._open_engine_transaction(txn)
@@ -645,7 +649,10 @@ class Connection:
             self._backend.schema_change_began(self._raw)
         txn.schema_changed.add(_ddl_target(plan))
         try:
-            self._apply_ddl(plan, statement, txn)
+            if isinstance(plan, CreateAsPlan):
+                self._apply_create_as(plan, statement, params, txn)
+            else:
+                self._apply_ddl(plan, statement, txn)
         except errors.Error:
             raise
         except Exception as error:
@@ -658,10 +665,52 @@ class Connection:
         """The schema change's engine statements, inside the engine transaction open on the session."""
         backend, raw = self._backend, self._raw
         if isinstance(plan, CreatePlan):
+            if plan.replace:
+                self._drop_table(plan.table.name, True, statement, txn)
             ddl.create_table(backend, raw, plan.table, plan.if_not_exists, statement)
         else:
-            if ddl.drop_table(backend, raw, plan.name, plan.if_exists, statement) and txn is not None:
-                txn.written.discard(plan.name)  # its rows went with it: no write-set for them
+            self._drop_table(plan.name, plan.if_exists, statement, txn)
+
+    def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None) -> None:
+        if ddl.drop_table(self._backend, self._raw, name, if_exists, statement) and txn is not None:
+            txn.written.discard(name)  # its rows went with it: no write-set for them
+
+    def _create_as(self, plan: CreateAsPlan, statement: str, params: tuple) -> None:
+        """CREATE TABLE ... AS query: between transactions a transaction of its own (it reads
+        a snapshot and writes rows), committed at once, as other DDL between transactions is."""
+        implicit = self._txn is None
+        txn = self._begin()
+        try:
+            self._ddl_in_transaction(txn, plan, statement, params)
+        except BaseException:
+            if implicit:
+                self._abandon(txn)
+            raise
+        if implicit:
+            self.commit()
+
+    def _apply_create_as(self, plan: CreateAsPlan, statement: str, params: tuple, txn: Transaction) -> None:
+        """Stages the query's rows (read at the transaction's snapshot) in a native table of
+        the transaction's own, whose columns the engine typed; creates the tique table with
+        those columns (after dropping the old one for OR REPLACE, which the query may read);
+        and inserts the staged rows through the ordinary write path."""
+        backend, raw = self._backend, self._raw
+        if plan.if_not_exists and ddl.table_exists(backend, raw, plan.name):
+            return
+        stage = f"tq_ctas_{txn.txid}"
+        staged = backend.compile(exp.Create(this=exp.to_table(exp.to_identifier(stage, quoted=True)), kind="TABLE", expression=plan.query.copy()))
+        backend.execute(raw, staged.sql, staged.values(params, txn.context()))
+        table = backend.new_table(ddl.table_of_columns(plan.name, backend.query_columns(raw, stage), statement))
+        if plan.replace:
+            self._drop_table(plan.name, True, statement, txn)
+        ddl.create_table(backend, raw, table, False, statement)
+        self._load_catalog()
+        fill = self._plan(f"INSERT INTO {_quoted(plan.name, backend)} SELECT * FROM {_quoted(stage, backend)}")
+        assert isinstance(fill, WritePlan)
+        self._note_writing(txn, plan.name)
+        run_write(backend, raw, fill, (), txn.write_context(), statement)
+        txn.written.add(plan.name)
+        backend.execute(raw, f"DROP TABLE {_quoted(stage, backend)}", [])
 
     def _schema_change_over(self, txn: Transaction, committed: bool) -> None:
         """The engine transaction holding `txn`'s schema change ended."""
@@ -682,5 +731,9 @@ class Connection:
         self._load_catalog()
 
 
-def _ddl_target(plan: CreatePlan | DropPlan) -> str:
+def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan) -> str:
     return plan.table.name if isinstance(plan, CreatePlan) else plan.name
+
+
+def _quoted(name: str, backend: Backend) -> str:
+    return exp.to_identifier(name, quoted=True).sql(backend.dialect)

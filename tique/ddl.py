@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tique.backends.base import Backend
-from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
+from tique.catalog import ROWID, Column, TableDef, canonical_ddl, normalize, parse_catalog_row
 from tique.errors import ProgrammingError, describe
 
 
@@ -52,3 +52,17 @@ def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement
     backend.execute(raw, "DELETE FROM tq_objects WHERE kind = 'index' AND on_table = $1", [name])
     backend.bump_catalog_version(raw)
     return True
+
+
+def table_of_columns(name: str, columns: list[tuple[str, str]], statement: str) -> TableDef:
+    """A tique table with the (name, SQL type) columns the engine gave a query's result:
+    no primary key (CREATE TABLE ... AS SELECT declares none), so rows get a hidden row id."""
+    made = []
+    for column, type_sql in columns:
+        column = normalize(column)
+        if column.startswith("tq_"):
+            raise ProgrammingError(describe(statement, f"column name {column!r} uses the prefix tq_, which tique reserves"))
+        made.append(Column(column, type_sql))
+    if len({c.name for c in made}) != len(made):
+        raise ProgrammingError(describe(statement, "the query's result repeats a column name; alias its columns apart"))
+    return TableDef(name, tuple(made), (ROWID,), True)

@@ -59,6 +59,18 @@ class WritePlan:
 class CreatePlan:
     table: TableDef
     if_not_exists: bool
+    replace: bool = False  # CREATE OR REPLACE: drop and create in one engine transaction
+
+
+@dataclass(frozen=True)
+class CreateAsPlan:
+    """CREATE [OR REPLACE] TABLE name AS query: a tique table with the query's rows as of
+    the transaction's snapshot and the column types the engine infers for it (tique/ddl.py)."""
+    name: str
+    query: exp.Expression  # the query with its tique tables read through their snapshots
+    params: int
+    if_not_exists: bool
+    replace: bool
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,7 @@ class ControlPlan:
     action: str  # begin | commit | rollback
 
 
-Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
+Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, CreateAsPlan, DropPlan, ControlPlan]
 
 
 @functools.lru_cache(maxsize=None)
@@ -203,10 +215,17 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         name = _target_name(tree)
         temporary = any(isinstance(p, exp.TemporaryProperty) for p in (tree.args.get("properties") or exp.Properties()).expressions)
         if name is not None and name not in static_tables and not temporary:
-            if tree.args.get("replace"):
-                raise NotSupportedError(describe(sql, "CREATE OR REPLACE TABLE is not supported for tique tables; DROP it first"))
+            replace = bool(tree.args.get("replace"))
+            if replace and not backend.creates_or_replaces_tables:
+                raise ProgrammingError(describe(sql, f"syntax error: {backend.dialect} has no CREATE OR REPLACE TABLE; DROP TABLE, then CREATE TABLE"))
+            query = tree.expression
+            if isinstance(query, exp.Query):
+                if isinstance(tree.this, exp.Schema):
+                    raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
+                _alias_as_written(query, lookup)
+                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
-            return CreatePlan(table, bool(tree.args.get("exists")))
+            return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)
         names = [_plain_name(t) for t in dropped]

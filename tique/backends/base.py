@@ -109,6 +109,7 @@ class Backend(ABC):
     closed: bool = False
     packs_keys: bool = False  # whether new tables with multi-column integer keys get a packed key
     adopts_by_rename: bool = False  # adopt renames a native table into storage instead of copying it
+    creates_or_replaces_tables: bool = False  # the dialect has CREATE OR REPLACE TABLE
 
     def __init__(self) -> None:
         # Which caches hold nothing (tique/cache_state.py); only where every writer of the
