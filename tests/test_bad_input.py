@@ -170,7 +170,10 @@ def test_failed_ddl_inside_open_transaction_says_so_in_user_terms(connect: Conne
 
 
 def test_unsupported_constructs_on_tique_tables(connect: Connect, native: Native) -> None:
-    conn = seeded(connect)
+    conn = seeded_autocommit(connect)
+    run(conn, "CREATE VIEW tv AS SELECT * FROM t")
+    conn.autocommit = False
+    run(conn, "INSERT INTO t VALUES (?, ?, ?)", OWN)
     for statement, what in [
         ("INSERT INTO t (id, v) VALUES (20, 'x') ON CONFLICT DO NOTHING", "CONFLICT"),
         ("INSERT INTO t (id, v) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET v = 'y'", "CONFLICT"),
@@ -180,7 +183,8 @@ def test_unsupported_constructs_on_tique_tables(connect: Connect, native: Native
         ("ALTER TABLE t ADD COLUMN z INTEGER", "ALTER"),
         ("ALTER TABLE t RENAME TO t2", "ALTER"),
         ("TRUNCATE t", "TRUNCATE"),
-        ("CREATE INDEX t_v ON t (v)", "CREATE"),
+        ("CREATE UNIQUE INDEX t_v ON t (v)", "UNIQUE INDEX"),
+        ("INSERT INTO tv VALUES (1, 'x', 1)", "view 'tv'"),
     ]:
         error = rejected(conn, native, tique.NotSupportedError, statement)
         assert what in str(error) and "not supported" in str(error), str(error)

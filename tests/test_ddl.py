@@ -274,3 +274,132 @@ def test_create_or_replace_table(connect: Connect, engine: str) -> None:
     assert rows(other, "SELECT count(*) FROM t") == [(0,)] and other.tables["t"].key == ("k",)
     run(other, "CREATE OR REPLACE TABLE fresh (k INTEGER PRIMARY KEY)")
     assert "fresh" in other.tables
+
+
+# -- 2. views and indexes over tique tables ----------------------------------------------------
+
+
+def test_a_view_reads_through_each_transactions_snapshot(connect: Connect, native: Native, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "CREATE TABLE names (id INTEGER PRIMARY KEY, label VARCHAR)")
+    run(conn, "INSERT INTO t VALUES (1, 10), (2, 20)")
+    run(conn, "INSERT INTO names VALUES (1, 'one'), (2, 'two')")
+    conn.commit()
+    run(conn, "CREATE VIEW big (ident, amount) AS SELECT id, v FROM t WHERE v > 15")
+    run(conn, "CREATE VIEW labelled AS SELECT n.label, b.amount FROM big AS b JOIN names AS n ON n.id = b.ident")
+    assert rows(conn, "SELECT label, amount FROM labelled") == [("two", 20)]
+    conn.commit()
+    assert not table_names(native, engine) & {"big", "labelled"}  # tique's catalog, not the engine's
+    assert rows(conn, "SELECT count(*) FROM big") == [(1,)]  # conn's snapshot is taken here
+    run(other, "INSERT INTO t VALUES (3, 30)")
+    assert rows(conn, "SELECT count(*) FROM big") == [(1,)]  # still the transaction's snapshot
+    run(conn, "UPDATE t SET v = 99 WHERE id = 1")
+    assert sorted(rows(conn, "SELECT b.ident, b.amount FROM big AS b")) == [(1, 99), (2, 20)]  # and its own writes
+    conn.commit()
+    assert sorted(rows(other, "SELECT * FROM big")) == [(1, 99), (2, 20), (3, 30)]
+    assert rows(other, "SELECT label FROM labelled WHERE amount = 99") == [("one",)]
+    with pytest.raises(tique.NotSupportedError, match="view 'big'"):
+        run(other, "INSERT INTO big VALUES (4, 40)")
+
+
+def test_create_view_is_transactional_and_checked(connect: Connect) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "BEGIN")
+    run(conn, "CREATE VIEW w AS SELECT v FROM t")
+    assert rows(conn, "SELECT v FROM w") == [(10,)]
+    with pytest.raises(tique.ProgrammingError):
+        rows(other, "SELECT v FROM w")
+    conn.rollback()
+    with pytest.raises(tique.ProgrammingError):
+        rows(conn, "SELECT v FROM w")
+    conn.rollback()
+    with pytest.raises(tique.ProgrammingError, match="nope") as raised:
+        run(conn, "CREATE VIEW w AS SELECT nope FROM t")
+    assert "_storage" not in str(raised.value) and "tq_" not in str(raised.value)
+    conn.rollback()
+    run(conn, "CREATE VIEW w AS SELECT v FROM t")
+    conn.commit()
+    with pytest.raises(tique.ProgrammingError, match="already exists"):
+        run(conn, "CREATE VIEW w AS SELECT id FROM t")
+    conn.rollback()
+    run(conn, "CREATE VIEW IF NOT EXISTS w AS SELECT id FROM t")
+    assert rows(other, "SELECT * FROM w") == [(10,)]
+    run(conn, "CREATE OR REPLACE VIEW w AS SELECT id FROM t")
+    conn.commit()
+    assert rows(other, "SELECT * FROM w") == [(1,)]
+    run(other, "DROP VIEW w")
+    with pytest.raises(tique.ProgrammingError):
+        rows(conn, "SELECT * FROM w")
+    conn.rollback()
+    run(other, "DROP VIEW IF EXISTS w")
+
+
+def test_drop_view_in_a_transaction_rolls_back(connect: Connect) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    run(conn, "CREATE VIEW w AS SELECT id FROM t")
+    conn.commit()
+    run(conn, "BEGIN")
+    run(conn, "DROP VIEW w")
+    with pytest.raises(tique.ProgrammingError):
+        rows(conn, "SELECT * FROM w")
+    conn.rollback()
+    assert rows(conn, "SELECT count(*) FROM w") == [(0,)]
+
+
+def index_names(native: Native, engine: str) -> set[str]:
+    if engine == "monetdb":
+        sql = ("SELECT i.name FROM sys.idxs AS i JOIN sys.tables AS t ON t.id = i.table_id "
+               "JOIN sys.schemas AS s ON s.id = t.schema_id WHERE s.name = current_schema")
+    elif engine == "postgres":
+        sql = "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+    else:
+        sql = "SELECT index_name FROM duckdb_indexes()"
+    return {name for (name,) in native(sql)}
+
+
+def test_create_and_drop_index(connect: Connect, native: Native, engine: str) -> None:
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, w VARCHAR)")
+    run(conn, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b')")
+    conn.commit()
+    run(conn, "CREATE INDEX t_v ON t (v, w)")
+    conn.commit()
+    assert {"t_v", "t_v_cache"} <= index_names(native, engine)
+    run(conn, "INSERT INTO t VALUES (3, 30, 'c')")
+    run(conn, "UPDATE t SET v = 11 WHERE id = 1")
+    assert rows(conn, "SELECT id FROM t WHERE v = 11") == [(1,)]
+    conn.commit()
+    with pytest.raises(tique.ProgrammingError, match="already exists"):
+        run(conn, "CREATE INDEX t_v ON t (w)")
+    conn.rollback()
+    run(conn, "CREATE INDEX IF NOT EXISTS t_v ON t (w)")
+    with pytest.raises(tique.ProgrammingError, match="no column 'nope'"):
+        run(conn, "CREATE INDEX t_n ON t (nope)")
+    conn.rollback()
+    with pytest.raises(tique.NotSupportedError, match="UNIQUE INDEX"):
+        run(conn, "CREATE UNIQUE INDEX t_u ON t (w)")
+    conn.rollback()
+    run(conn, "BEGIN")
+    run(conn, "DROP INDEX t_v")
+    conn.rollback()
+    assert {"t_v", "t_v_cache"} <= index_names(native, engine)
+    run(conn, "DROP INDEX t_v")
+    conn.commit()
+    assert not {"t_v", "t_v_cache"} & index_names(native, engine)
+    if engine == "monetdb":  # which has no DROP INDEX IF EXISTS, natively
+        with pytest.raises(tique.ProgrammingError, match="syntax error"):
+            run(conn, "DROP INDEX IF EXISTS t_v")
+    else:
+        run(conn, "DROP INDEX IF EXISTS t_v")
+    run(conn, "CREATE INDEX t_w ON t (w)")
+    run(conn, "DROP TABLE t")  # takes its indexes with it
+    conn.commit()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, w VARCHAR)")
+    run(conn, "CREATE INDEX t_w ON t (w)")  # the name is free again
+    conn.commit()
+    assert rows(conn, "SELECT count(*) FROM t") == [(0,)]

@@ -14,7 +14,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
-from tique.planner import ControlPlan, CreateAsPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
+from tique.planner import ControlPlan, CreateAsPlan, CreatePlan, DropPlan, NativePlan, ObjectPlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -123,6 +123,7 @@ class Connection:
         self._catalog: dict[str, TableDef] = {}
         self._catalog_version: int | None = None
         self._reloaded = False  # the last _begin() reloaded the catalog
+        self._misses: set[str] = set()  # names planning found to be no tique object
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
@@ -155,9 +156,21 @@ class Connection:
         self._catalog_version = self._backend.catalog_version(self._raw) if version is None else version
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
         self._catalog_ddl = dict(rows)
-        self._catalog_key = frozenset(self._catalog_ddl.items())
         self._catalog = self._backend.catalog_tables(self._raw, rows)
+        self._objects_ddl: dict[str, tuple[str, str | None, str]] = {}
+        self._objects: dict[str, ddl.TiqueObject] = {}
+        for name, kind, on_table, text in self._backend.rows(self._raw, "SELECT name, kind, on_table, ddl FROM tq_objects", []):
+            self._learn_object(name, kind, on_table, text)
+        self._refresh_catalog_key()
         self._plans.clear()
+
+    def _learn_object(self, name: str, kind: str, on_table: str | None, text: str) -> None:
+        self._objects_ddl[name] = (kind, on_table, text)
+        self._objects[name] = ddl.parse_object(name, kind, on_table, text, self._backend.dialect)
+
+    def _refresh_catalog_key(self) -> None:
+        """What plans depend on: the tables' and the views' and indexes' definitions."""
+        self._catalog_key = frozenset(self._catalog_ddl.items()) | frozenset(self._objects_ddl.items())
 
     def _catalog_changed(self) -> bool:
         """Reloads the catalog when another client created, dropped or redefined a table since we read it."""
@@ -371,7 +384,9 @@ class Connection:
             shared_key = (sql, self.snapshot_formulation, self.static_tables, catalog)
             plan = self._backend.shared_plans.get(shared_key)
             if plan is None:
-                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+                self._misses.clear()
+                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables,
+                                 self._lookup_object)
                 if self._catalog_key is catalog:  # planning looked up no table new to this connection
                     self._backend.shared_plans.put(shared_key, plan)
             self._plans[key] = plan
@@ -380,13 +395,25 @@ class Connection:
     def _lookup_or_refresh(self, name: str) -> TableDef | None:
         """Another client may have created the table since we loaded the catalog."""
         found = self._catalog.get(name)
-        if found is None and not name.startswith("tq_") and not self._is_physical(name):
-            rows = self._backend.rows(self._raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
-            if rows:
-                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][0])])[name]
-                self._catalog_ddl[name] = rows[0][0]
-                self._catalog_key = frozenset(self._catalog_ddl.items())
+        if found is None and name not in self._objects and name not in self._misses and not name.startswith("tq_") and not self._is_physical(name):
+            rows = self._backend.rows(self._raw, "SELECT 'table', ddl, name FROM tq_tables WHERE name = $1 "
+                                                 "UNION ALL SELECT kind, ddl, on_table FROM tq_objects WHERE name = $1", [name])
+            if not rows:
+                self._misses.add(name)  # asked once per planning
+            elif rows[0][0] == "table":
+                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][1])])[name]
+                self._catalog_ddl[name] = rows[0][1]
+                self._refresh_catalog_key()
+            else:
+                self._learn_object(name, rows[0][0], rows[0][2], rows[0][1])
+                self._refresh_catalog_key()
         return found
+
+    def _lookup_object(self, name: str) -> ddl.TiqueObject | None:
+        """A view or index over tique tables, learned like tables are (_lookup_or_refresh)."""
+        if name not in self._objects and name not in self._catalog:
+            self._lookup_or_refresh(name)
+        return self._objects.get(name)
 
     def _is_physical(self, name: str) -> bool:
         for suffix in ("_storage", "_cache"):
@@ -479,7 +506,7 @@ class Connection:
         plan = self._plan(sql)
         if isinstance(plan, ControlPlan):
             return self._control(plan), None, -1
-        if isinstance(plan, (CreatePlan, DropPlan)):
+        if isinstance(plan, (CreatePlan, DropPlan, ObjectPlan)):
             return self._ddl(plan, sql), None, -1
         if len(params) != plan.params:
             mismatch = ProgrammingError(describe(sql, f"the statement has {plan.params} parameter marker(s) but {len(params)} value(s) were given"))
@@ -616,7 +643,7 @@ class Connection:
             self.rollback()
 
     # -- schema changes (tique/ddl.py) ------------------------------------------
-    def _ddl(self, plan: CreatePlan | DropPlan, statement: str) -> None:
+    def _ddl(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str) -> None:
         """Inside an open transaction a schema change joins its engine transaction:
         invisible to other connections until COMMIT, gone on ROLLBACK (every engine tique
         runs on has transactional DDL). Between transactions it commits on its own, in
@@ -627,7 +654,7 @@ class Connection:
             self._ddl_in_transaction(self._txn, plan, statement)
         return None
 
-    def _ddl_alone(self, plan: CreatePlan | DropPlan, statement: str) -> None:
+    def _ddl_alone(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str) -> None:
         backend, raw = self._backend, self._raw
         committed = False
         try:
@@ -641,7 +668,7 @@ class Connection:
         finally:
             self._schema_changed({_ddl_target(plan)}, committed)
 
-    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan, statement: str, params: tuple = ()) -> None:
+    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan, statement: str, params: tuple = ()) -> None:
         if txn.buffered:  # the writes before it run before it, as written
             self._flush_buffered(txn)
         self._open_engine_transaction(txn)
@@ -661,15 +688,33 @@ class Connection:
         self._load_catalog()
         _forget_commit_statements(self._backend)
 
-    def _apply_ddl(self, plan: CreatePlan | DropPlan, statement: str, txn: Transaction | None) -> None:
+    def _apply_ddl(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str, txn: Transaction | None) -> None:
         """The schema change's engine statements, inside the engine transaction open on the session."""
         backend, raw = self._backend, self._raw
         if isinstance(plan, CreatePlan):
             if plan.replace:
                 self._drop_table(plan.table.name, True, statement, txn)
             ddl.create_table(backend, raw, plan.table, plan.if_not_exists, statement)
-        else:
+        elif isinstance(plan, DropPlan):
             self._drop_table(plan.name, plan.if_exists, statement, txn)
+        elif plan.action == "drop":
+            ddl.drop_object(backend, raw, plan.name, plan.kind, plan.if_exists, statement)
+        elif isinstance(plan.created, ddl.View):
+            self._check_view(plan, statement, txn)
+            ddl.create_view(backend, raw, plan.created, plan.replace, plan.if_exists, statement)
+        else:
+            assert isinstance(plan.created, ddl.Index)
+            ddl.create_index(backend, raw, plan.created, self._catalog[plan.created.table], plan.if_exists, statement)
+
+    def _check_view(self, plan: ObjectPlan, statement: str, txn: Transaction | None) -> None:
+        """Runs the view's query once, reading nothing, so the engine rejects it at CREATE
+        VIEW (a missing column, too many column names), as natively, not at its first read."""
+        assert plan.check is not None and isinstance(plan.created, ddl.View)
+        columns = [exp.to_identifier(c, quoted=True) for c in plan.created.columns]
+        probe = exp.select("*").from_(exp.Subquery(this=plan.check.copy(), alias=exp.TableAlias(this=exp.to_identifier("tq_view"), columns=columns))).where("1 = 0")
+        compiled = self._backend.compile(probe)
+        context = txn.context() if txn is not None else {"tq_txid": 0, "tq_sts": 0, "tq_seq_limit": 0}
+        self._backend.execute(self._raw, compiled.sql, compiled.values((), context))
 
     def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None) -> None:
         if ddl.drop_table(self._backend, self._raw, name, if_exists, statement) and txn is not None:
@@ -731,7 +776,7 @@ class Connection:
         self._load_catalog()
 
 
-def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan) -> str:
+def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan) -> str:
     return plan.table.name if isinstance(plan, CreatePlan) else plan.name
 
 

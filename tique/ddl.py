@@ -9,7 +9,11 @@ gone after its ROLLBACK.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Union
+
+import sqlglot
+from sqlglot import exp
 
 from tique.backends.base import Backend
 from tique.catalog import ROWID, Column, TableDef, canonical_ddl, normalize, parse_catalog_row
@@ -66,3 +70,102 @@ def table_of_columns(name: str, columns: list[tuple[str, str]], statement: str) 
     if len({c.name for c in made}) != len(made):
         raise ProgrammingError(describe(statement, "the query's result repeats a column name; alias its columns apart"))
     return TableDef(name, tuple(made), (ROWID,), True)
+
+
+# -- views and indexes over tique tables (kept in tq_objects) ----------------------------------
+# A view over tique tables lives in tique's catalog only: the engine cannot hold it, since
+# its tables are snapshots that depend on each reading transaction's start timestamp. The
+# planner expands it into each statement that names it (planner._expand_views), so it is
+# read through that statement's snapshot. An index on a tique table is two engine
+# indexes: on its storage table (named as the application named it) and on its cache.
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    query: exp.Query
+    columns: tuple[str, ...]  # the view's column list, if it declared one
+
+    kind = "view"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    table: str
+    columns: tuple[str, ...]
+
+    kind = "index"
+
+
+TiqueObject = Union[View, Index]
+
+
+def view_ddl(view: View, dialect: str) -> str:
+    target: exp.Expression = exp.Table(this=exp.to_identifier(view.name, quoted=True))
+    if view.columns:
+        target = exp.Schema(this=target, expressions=[exp.to_identifier(c, quoted=True) for c in view.columns])
+    return exp.Create(this=target, kind="VIEW", expression=view.query.copy()).sql(dialect)
+
+
+def index_ddl(index: Index, on: str, dialect: str, name: str | None = None) -> str:
+    q = lambda n: exp.to_identifier(n, quoted=True).sql(dialect)  # noqa: E731
+    return f"CREATE INDEX {q(name or index.name)} ON {q(on)} ({', '.join(q(c) for c in index.columns)})"
+
+
+def parse_object(name: str, kind: str, on_table: str | None, ddl: str, dialect: str) -> TiqueObject:
+    create = sqlglot.parse_one(ddl, read=dialect)
+    assert isinstance(create, exp.Create)
+    if kind == "view":
+        columns = tuple(normalize(c.name) for c in create.this.expressions) if isinstance(create.this, exp.Schema) else ()
+        return View(name, create.expression, columns)
+    params = create.this.args["params"]
+    return Index(name, on_table or "", tuple(normalize(o.this.name) for o in params.args["columns"]))
+
+
+def _object_kind(backend: Backend, raw: Any, name: str) -> str | None:
+    """'table', 'view' or 'index' when a tique object has the name."""
+    found = backend.rows(raw, "SELECT 'table' FROM tq_tables WHERE name = $1 UNION ALL SELECT kind FROM tq_objects WHERE name = $1", [name])
+    return str(found[0][0]) if found else None
+
+
+def create_view(backend: Backend, raw: Any, view: View, replace: bool, if_not_exists: bool, statement: str) -> bool:
+    kind = _object_kind(backend, raw, view.name)
+    if kind is not None:
+        if if_not_exists:
+            return False
+        if not (replace and kind == "view"):
+            raise ProgrammingError(describe(statement, f"{kind} {view.name!r} already exists"))
+        backend.execute(raw, "DELETE FROM tq_objects WHERE name = $1", [view.name])
+    backend.execute(raw, "INSERT INTO tq_objects (name, kind, on_table, ddl) VALUES ($1, 'view', NULL, $2)",
+                    [view.name, view_ddl(view, backend.dialect)])
+    backend.bump_catalog_version(raw)
+    return True
+
+
+def create_index(backend: Backend, raw: Any, index: Index, table: TableDef, if_not_exists: bool, statement: str) -> bool:
+    kind = _object_kind(backend, raw, index.name)
+    if kind is not None:
+        if if_not_exists and kind == "index":
+            return False
+        raise ProgrammingError(describe(statement, f"{kind} {index.name!r} already exists"))
+    backend.execute(raw, index_ddl(index, table.storage, backend.dialect), [])
+    backend.execute(raw, index_ddl(index, table.cache, backend.dialect, name=f"{index.name}_cache"), [])
+    backend.execute(raw, "INSERT INTO tq_objects (name, kind, on_table, ddl) VALUES ($1, 'index', $2, $3)",
+                    [index.name, table.name, index_ddl(index, table.name, backend.dialect)])
+    backend.bump_catalog_version(raw)
+    return True
+
+
+def drop_object(backend: Backend, raw: Any, name: str, kind: str, if_exists: bool, statement: str) -> bool:
+    if _object_kind(backend, raw, name) != kind:
+        if if_exists:
+            return False
+        raise ProgrammingError(describe(statement, f"{kind} {name!r} does not exist"))
+    if kind == "index":
+        q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
+        backend.execute(raw, f"DROP INDEX {q(name)}", [])
+        backend.execute(raw, f"DROP INDEX {q(name + '_cache')}", [])
+    backend.execute(raw, "DELETE FROM tq_objects WHERE name = $1", [name])
+    backend.bump_catalog_version(raw)
+    return True

@@ -17,9 +17,10 @@ from sqlglot.tokens import TokenType
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
+from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, mark_parameters, normalize_placeholders
-from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
+from tique.rewrite.reads import Lookup, _names_cte_in_scope, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, choose_formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan as Write
@@ -80,11 +81,25 @@ class DropPlan:
 
 
 @dataclass(frozen=True)
+class ObjectPlan:
+    """CREATE or DROP of a view or index over tique tables (tique/ddl.py)."""
+    action: str  # create | drop
+    kind: str  # view | index
+    name: str
+    created: View | Index | None  # what CREATE makes
+    if_exists: bool  # IF NOT EXISTS for CREATE, IF EXISTS for DROP
+    replace: bool = False  # CREATE OR REPLACE VIEW
+    check: exp.Expression | None = None  # a view's query read through snapshots: run once to validate it
+
+
+@dataclass(frozen=True)
 class ControlPlan:
     action: str  # begin | commit | rollback
 
 
-Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, CreateAsPlan, DropPlan, ControlPlan]
+Plan = Union[NativePlan, ReadPlan, WritePlan, CreatePlan, CreateAsPlan, DropPlan, ObjectPlan, ControlPlan]
+ObjectLookup = Callable[[str], "View | Index | None"]
+MAX_VIEW_DEPTH = 32
 
 
 @functools.lru_cache(maxsize=None)
@@ -192,7 +207,91 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
         ref.set("alias", exp.TableAlias(this=ref.this.copy()))
 
 
-def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+def _write_target(tree: exp.Expression) -> exp.Expression | None:
+    if isinstance(tree, exp.Insert):
+        return tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    return tree.this if isinstance(tree, (exp.Update, exp.Delete)) else None
+
+
+def _expand_views(tree: exp.Expression, objects: ObjectLookup, sql: str) -> exp.Expression:
+    """Each reference to a tique view becomes its query as a subquery under the reference's
+    alias (or the view's name), so the statement reads the view's tables through its own
+    snapshot. Views over views expand level by level."""
+    target = _write_target(tree)
+    for _ in range(MAX_VIEW_DEPTH):
+        expanded = False
+        for ref in list(tree.find_all(exp.Table)):
+            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or _names_cte_in_scope(ref):
+                continue
+            view = objects(normalize(ref.name))
+            if not isinstance(view, View):
+                continue
+            if ref is target:
+                raise NotSupportedError(describe(sql, f"writing through view {view.name!r} is not supported; write its tables"))
+            alias = ref.args.get("alias")
+            name = alias.this.copy() if alias is not None and alias.this else ref.this.copy()
+            columns = [c.copy() for c in alias.columns] if alias is not None and alias.columns else [exp.to_identifier(c, quoted=True) for c in view.columns]
+            ref.replace(exp.Subquery(this=view.query.copy(), alias=exp.TableAlias(this=name, columns=columns)))
+            expanded = True
+        if not expanded:
+            return tree
+    raise ProgrammingError(describe(sql, f"views nest more than {MAX_VIEW_DEPTH} deep (a view that reads itself?)"))
+
+
+def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Lookup, objects: ObjectLookup,
+                 formulation: Formulation, params: int) -> ObjectPlan | None:
+    """CREATE/DROP VIEW and INDEX when they concern tique tables or tique views; None otherwise."""
+    kind = str(tree.args.get("kind") or "").upper()
+    if isinstance(tree, exp.Create) and kind == "VIEW":
+        name = _target_name(tree)
+        query = tree.expression
+        if name is None or not isinstance(query, exp.Query):
+            return None
+        expanded = _expand_views(query.copy(), objects, sql)
+        if not referenced_tables(expanded, lookup) and not isinstance(objects(name), View):
+            return None  # a view of native tables only: the engine's own
+        if params:
+            raise ProgrammingError(describe(sql, "a view's query cannot have parameter markers"))
+        columns = tuple(normalize(c.name) for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+        _alias_as_written(expanded, lookup)
+        check = replace_tables(expanded, lookup, formulation, backend.key_hash)
+        return ObjectPlan("create", "view", name, View(name, query.copy(), columns), bool(tree.args.get("exists")),
+                          bool(tree.args.get("replace")), check)
+    if isinstance(tree, exp.Create) and kind == "INDEX" and isinstance(tree.this, exp.Index):
+        index = tree.this
+        table_name = _plain_name(index.args.get("table"))
+        table = lookup(table_name) if table_name else None
+        if table is None:
+            return None
+        if tree.args.get("unique"):
+            raise NotSupportedError(describe(sql, f"CREATE UNIQUE INDEX on tique table {table.name!r} is not supported: a unique index is a constraint tique does not enforce this way"))
+        if not index.name:
+            raise NotSupportedError(describe(sql, "name the index: CREATE INDEX name ON table (columns)"))
+        parts = (index.args.get("params") or exp.IndexParameters()).args.get("columns") or []
+        columns = []
+        for part in parts:
+            column = part.this if isinstance(part, exp.Ordered) else part
+            if not isinstance(column, exp.Column) or column.table:
+                raise NotSupportedError(describe(sql, f"an index on tique table {table.name!r} takes plain columns, not {part.sql(backend.dialect)!r}"))
+            if normalize(column.name) not in table.user_columns:
+                raise ProgrammingError(describe(sql, f"table {table.name} has no column {column.name!r}"))
+            columns.append(normalize(column.name))
+        if not columns:
+            raise ProgrammingError(describe(sql, "an index needs at least one column"))
+        name = normalize(index.name)
+        return ObjectPlan("create", "index", name, Index(name, table.name, tuple(columns)), bool(tree.args.get("exists")))
+    if isinstance(tree, exp.Drop) and kind in ("VIEW", "INDEX"):
+        names = [_plain_name(t) for t in _dropped_tables(tree)]
+        if not any(n is not None and getattr(objects(n), "kind", None) == kind.lower() for n in names):
+            return None
+        if len(names) > 1:
+            raise NotSupportedError(describe(sql, f"drop one {kind.lower()} over tique tables per statement"))
+        return ObjectPlan("drop", kind.lower(), str(names[0]), None, bool(tree.args.get("exists")))
+    return None
+
+
+def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str],
+              objects: ObjectLookup = lambda name: None) -> Plan:
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
@@ -211,6 +310,9 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
     if isinstance(tree, exp.Rollback):
         return ControlPlan("rollback")
 
+    found = _object_plan(tree, sql, backend, lookup, objects, formulation, params)
+    if found is not None:
+        return found
     if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "TABLE":
         name = _target_name(tree)
         temporary = any(isinstance(p, exp.TemporaryProperty) for p in (tree.args.get("properties") or exp.Properties()).expressions)
@@ -222,6 +324,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
             if isinstance(query, exp.Query):
                 if isinstance(tree.this, exp.Schema):
                     raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
+                _expand_views(query, objects, sql)
                 _alias_as_written(query, lookup)
                 return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
@@ -235,6 +338,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
             return DropPlan(names[0], bool(tree.args.get("exists")))
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
+        tree = _expand_views(tree, objects, sql)
         _alias_as_written(tree, lookup)
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
