@@ -8,6 +8,7 @@ import pytest
 
 import tique
 from sqlhelp import Connect, Native, rows, run, table_names
+from tique.checkpoint import checkpoint
 
 
 def tables_of(conn: tique.Connection) -> set[str]:
@@ -242,6 +243,15 @@ def test_create_table_as_select_between_transactions_commits_on_its_own(connect:
     assert not {n for n in table_names(native, engine) if n.startswith("tq_ctas")}
 
 
+def test_create_table_as_select_with_no_data(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(5))")
+    run(conn, "INSERT INTO t VALUES (1, 'a')")
+    run(conn, "CREATE TABLE c AS SELECT * FROM t WITH NO DATA")
+    assert rows(conn, "SELECT count(*) FROM c") == [(0,)]
+    assert [c.name for c in conn.tables["c"].columns] == ["id", "v"]
+
+
 def test_create_table_as_select_rolls_back(connect: Connect, native: Native, engine: str) -> None:
     conn = connect()
     run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
@@ -374,6 +384,9 @@ def test_create_and_drop_index(connect: Connect, native: Native, engine: str) ->
     run(conn, "UPDATE t SET v = 11 WHERE id = 1")
     assert rows(conn, "SELECT id FROM t WHERE v = 11") == [(1,)]
     conn.commit()
+    checkpoint(conn)  # moves versions into the indexed storage table
+    assert rows(conn, "SELECT id, w FROM t WHERE v = 11") == [(1, "a")]
+    conn.commit()
     with pytest.raises(tique.ProgrammingError, match="already exists"):
         run(conn, "CREATE INDEX t_v ON t (w)")
     conn.rollback()
@@ -403,3 +416,19 @@ def test_create_and_drop_index(connect: Connect, native: Native, engine: str) ->
     run(conn, "CREATE INDEX t_w ON t (w)")  # the name is free again
     conn.commit()
     assert rows(conn, "SELECT count(*) FROM t") == [(0,)]
+
+
+def test_a_conflict_committed_first_rolls_back_the_schema_change_too(connect: Connect, native: Native, engine: str) -> None:
+    conn, other = connect(), connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "UPDATE t SET v = 11 WHERE id = 1")
+    run(conn, "CREATE TABLE u (id INTEGER PRIMARY KEY)")
+    run(conn, "INSERT INTO u VALUES (1)")
+    run(other, "UPDATE t SET v = 12 WHERE id = 1")  # commits first: conn loses
+    with pytest.raises(tique.SerializationFailure, match="schema change with it"):
+        conn.commit()
+    assert "u" not in tables_of(conn)
+    assert not table_names(native, engine) & {"u_storage", "u_cache"}
+    assert rows(conn, "SELECT v FROM t") == [(12,)]

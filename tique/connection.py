@@ -267,9 +267,10 @@ class Connection:
         """Commits `txn`; a failed commit leaves no transaction open on this connection."""
         try:
             self._commit_transaction(txn)
-        except errors.SerializationFailure:
+        except errors.SerializationFailure as failure:
             self._txn = None
-            self._schema_change_over(txn, committed=True)  # lost certification after its engine commit (see _ddl)
+            if txn.schema_changed:
+                self._schema_change_lost(txn, failure)
             raise
         except BaseException as error:
             self._abandon(txn)
@@ -288,6 +289,8 @@ class Connection:
                 self._backend.commit_engine(self._raw)
             else:
                 self._backend.rollback_engine(self._raw)
+        if txn.written and txn.schema_changed and "no-certify" not in self.faults:
+            self._precertify(txn)
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
@@ -750,19 +753,50 @@ class Connection:
             self._drop_table(plan.name, True, statement, txn)
         ddl.create_table(backend, raw, table, False, statement)
         self._load_catalog()
-        fill = self._plan(f"INSERT INTO {_quoted(plan.name, backend)} SELECT * FROM {_quoted(stage, backend)}")
-        assert isinstance(fill, WritePlan)
-        self._note_writing(txn, plan.name)
-        run_write(backend, raw, fill, (), txn.write_context(), statement)
-        txn.written.add(plan.name)
+        if plan.with_data:
+            self._fill_from(plan.name, stage, statement, txn)
         backend.execute(raw, f"DROP TABLE {_quoted(stage, backend)}", [])
+
+    def _fill_from(self, name: str, stage: str, statement: str, txn: Transaction) -> None:
+        """Inserts the staged rows into the new tique table through the ordinary write path."""
+        backend, raw = self._backend, self._raw
+        fill = self._plan(f"INSERT INTO {_quoted(name, backend)} SELECT * FROM {_quoted(stage, backend)}")
+        assert isinstance(fill, WritePlan)
+        self._note_writing(txn, name)
+        run_write(backend, raw, fill, (), txn.write_context(), statement)
+        txn.written.add(name)
+
+    def _precertify(self, txn: Transaction) -> None:
+        """See ddl.committed_conflict: a conflict found here rolls back the schema change too."""
+        mine = ddl.own_write_set(self._backend, [self._catalog[name] for name in txn.written])
+        hashes = [int(h) for (h,) in self._backend.rows(self._raw, mine.sql, mine.values((), {"tq_txid": txn.txid, "tq_cts": 0}))]
+        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.sts, hashes):
+            self._abandon(txn)
+            raise errors.SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write "
+                                              "to the same key first (first committer wins); the transaction was rolled back, its schema change with it")
+
+    def _schema_change_lost(self, txn: Transaction, failure: errors.SerializationFailure) -> None:
+        """A transaction that changed the schema failed to commit. If the engine aborted its
+        engine transaction (a conflict, the failure's cause), the schema change went with it.
+        If it lost certification, its engine transaction had committed: the rows it wrote
+        stay invisible (the abort outcome), but a schema change takes effect at its engine
+        commit and cannot be taken back, so the failure says that it stays."""
+        if not txn.schema_changed:  # already rolled back with the engine transaction (_precertify)
+            return
+        engine_committed = failure.__cause__ is None
+        changed = ", ".join(sorted(txn.schema_changed))
+        self._schema_change_over(txn, committed=engine_committed)
+        if engine_committed:
+            failure.args = (f"{failure.args[0] if failure.args else failure}; its schema change ({changed}) had committed with "
+                            "its writes and stays: tique certifies writes after their engine commit",)
 
     def _schema_change_over(self, txn: Transaction, committed: bool) -> None:
         """The engine transaction holding `txn`'s schema change ended."""
         if not txn.schema_changed:
             return
+        changed, txn.schema_changed = txn.schema_changed, set()
         self._backend.schema_change_ended(self._raw)
-        self._schema_changed(txn.schema_changed, committed)
+        self._schema_changed(changed, committed)
 
     def _schema_changed(self, names: set[str], committed: bool) -> None:
         """After a schema change committed or rolled back: what was known of the objects is void."""

@@ -72,6 +72,7 @@ class CreateAsPlan:
     params: int
     if_not_exists: bool
     replace: bool
+    with_data: bool = True  # False for WITH NO DATA: the columns only
 
 
 @dataclass(frozen=True)
@@ -326,7 +327,8 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
                     raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
                 _expand_views(query, objects, sql)
                 _alias_as_written(query, lookup)
-                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace)
+                no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
+                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace, not no_data)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":

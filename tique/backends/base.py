@@ -360,6 +360,11 @@ class Backend(ABC):
     def schema_change_ended(self, raw: Any) -> None:
         """The engine transaction that changed the schema committed or rolled back."""
 
+    def fresh_rows(self, raw: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """A read of the newest committed state, even while an engine transaction is open
+        on `raw` (whose snapshot may be older). Read committed engines read it on `raw`."""
+        return self.rows(raw, sql, params)
+
     def query_columns(self, raw: Any, table: str) -> list[tuple[str, str]]:
         """(name, SQL type) of each column of the native table `table`, in order."""
         rows = self.rows(raw, "SELECT column_name, data_type FROM information_schema.columns "

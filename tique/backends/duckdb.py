@@ -75,6 +75,14 @@ class DuckDBBackend(Backend):
     def bump_catalog_version(self, raw: Session) -> None:
         pass  # bumped in memory once committed (catalog_committed)
 
+    def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """On a connection of its own: an open transaction reads the snapshot it began with."""
+        side = Session(self._base.cursor(), counters=raw.counters)
+        try:
+            return self.rows(side, sql, params)
+        finally:
+            side.conn.close()
+
     def catalog_committed(self) -> None:
         with self.setup_lock:
             self._catalog_version += 1

@@ -441,6 +441,15 @@ class MonetDBBackend(Backend):
     def begin(self, raw: Session) -> tuple[int, int, int]:
         return self.oracle.begin_with(raw, self.CATALOG_VERSION_SQL)
 
+    def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """On the session's second connection (autocommit): an open transaction reads the
+        snapshot it began with."""
+        if not raw.in_transaction:
+            return self.rows(raw, sql, params)
+        if raw.analytic is None:
+            raw.analytic = self.open(raw.counters)
+        return self.rows(raw.analytic, sql, params)
+
     def schema_change_began(self, raw: Session) -> None:
         raw.schema_change = True  # statements run as text until the engine transaction ends (see atomic)
 
