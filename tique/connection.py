@@ -291,6 +291,8 @@ class Connection:
                 self._backend.rollback_engine(self._raw)
         if txn.written and txn.schema_changed and "no-certify" not in self.faults:
             self._precertify(txn)
+        if txn.schema_changed:
+            self._backend.catalog_committing()
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
@@ -663,6 +665,7 @@ class Connection:
         try:
             with backend.atomic(raw):
                 self._apply_ddl(plan, statement, None)
+                backend.catalog_committing()
             committed = True
         except errors.Error:
             raise

@@ -351,6 +351,9 @@ class Backend(ABC):
         """Inside a schema change's engine transaction: commits with it."""
         self.execute(raw, "UPDATE tq_catalog SET version = version + 1", [])
 
+    def catalog_committing(self) -> None:
+        """A schema change is about to commit (for versions kept in process memory)."""
+
     def catalog_committed(self) -> None:
         """A schema change committed (for versions kept in process memory)."""
 

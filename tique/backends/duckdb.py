@@ -83,6 +83,14 @@ class DuckDBBackend(Backend):
         finally:
             side.conn.close()
 
+    def catalog_committing(self) -> None:
+        """Bumped before the engine commit too: a transaction may begin after the commit
+        is published (its snapshot holding the rows written with the schema change) and
+        before catalog_committed runs. One that begins before the commit and reloads
+        then reads the old catalog, at an older snapshot; the bump after the commit makes
+        its next transaction reload again."""
+        self.catalog_committed()
+
     def catalog_committed(self) -> None:
         with self.setup_lock:
             self._catalog_version += 1

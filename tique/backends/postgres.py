@@ -121,7 +121,8 @@ class PostgresBackend(Backend):
     CATALOG_VERSION_SQL = "SELECT version FROM tq_catalog WHERE id = 1"
 
     def begin(self, raw: Session) -> tuple[int, int, int]:
-        return self.oracle.begin_with(raw, self.CATALOG_VERSION_SQL)
+        """The version is read after the start timestamp is taken (see tq_catalog_version)."""
+        return self.oracle.begin_with(raw, "tq_catalog_version()")
 
     def schema_change_began(self, raw: Session) -> None:
         """As in atomic(): the schema change waits for other transactions' locks a bounded time."""

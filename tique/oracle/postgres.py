@@ -15,7 +15,7 @@ class PostgresOracle:
         return int(row[0]), int(row[1])
 
     def begin_with(self, raw: Any, also: str) -> tuple[int, int, int]:
-        """begin() and the one value the query `also` selects, in the same statement."""
+        """begin() and the value of the expression `also`, evaluated after tq_begin() in the same statement."""
         (row,) = self._run(raw, f"SELECT o_txid, o_sts, ({also}) FROM tq_begin()", [])
         return int(row[0]), int(row[1]), int(row[2])
 
