@@ -13,7 +13,7 @@ from tique.backends import open_database
 from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.cursor import Cursor
-from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
+from tique.errors import InterfaceError, ProgrammingError, describe, redact
 from tique.planner import ControlPlan, CreateAsPlan, CreatePlan, DropPlan, NativePlan, ObjectPlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
@@ -283,16 +283,16 @@ class Connection:
     def _commit_transaction(self, txn: Transaction) -> None:
         if txn.buffered:
             self._flush_buffered(txn)
+        if txn.written and txn.schema_changed and "no-certify" not in self.faults:
+            self._precertify(txn)
+        if txn.schema_changed:
+            self._backend.catalog_committing()
         if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
             txn.engine_open = False
             if txn.schema_changed:  # but a schema change to commit
                 self._backend.commit_engine(self._raw)
             else:
                 self._backend.rollback_engine(self._raw)
-        if txn.written and txn.schema_changed and "no-certify" not in self.faults:
-            self._precertify(txn)
-        if txn.schema_changed:
-            self._backend.catalog_committing()
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)

@@ -19,7 +19,7 @@ from tique.backends.base import Backend
 from tique.catalog import ROWID, Column, TableDef, canonical_ddl, normalize, parse_catalog_row
 from tique.errors import ProgrammingError, describe
 from tique.rewrite.params import Compiled
-from tique.rewrite.templates import table_template, template
+from tique.rewrite.templates import table_template
 
 
 def table_exists(backend: Backend, raw: Any, name: str) -> bool:
