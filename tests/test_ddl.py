@@ -486,3 +486,25 @@ def test_readers_never_read_a_redefined_table_by_its_old_key_under_contention(co
     assert not any(thread.is_alive() for thread in threads)
     assert not failures, failures
     assert seen and all(result in (by_a, by_ab, []) for result in seen), [r for r in seen if r not in (by_a, by_ab, [])]
+
+
+def test_dropping_what_a_view_reads_is_refused_where_natively_it_is(connect: Connect, engine: str) -> None:
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    run(conn, "CREATE VIEW w AS SELECT id FROM t")
+    run(conn, "CREATE VIEW ww AS SELECT id FROM w")
+    if engine == "duckdb":  # binds views when they are read: the drop goes through, the read fails
+        run(conn, "DROP TABLE t")
+        with pytest.raises(tique.ProgrammingError, match="'t'"):
+            rows(conn, "SELECT * FROM ww")
+        return
+    with pytest.raises(tique.ProgrammingError, match="view 'w' depends on it"):
+        run(conn, "DROP TABLE t")
+    with pytest.raises(tique.ProgrammingError, match="view 'ww' depends on it"):
+        run(conn, "DROP VIEW w")
+    assert rows(conn, "SELECT count(*) FROM ww") == [(0,)]
+    run(conn, "DROP TABLE t CASCADE")
+    assert "t" not in conn.tables
+    for name in ("w", "ww"):
+        with pytest.raises(tique.ProgrammingError):
+            rows(conn, f"SELECT * FROM {name}")

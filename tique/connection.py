@@ -702,9 +702,9 @@ class Connection:
                 self._drop_table(plan.table.name, True, statement, txn)
             ddl.create_table(backend, raw, plan.table, plan.if_not_exists, statement)
         elif isinstance(plan, DropPlan):
-            self._drop_table(plan.name, plan.if_exists, statement, txn)
+            self._drop_table(plan.name, plan.if_exists, statement, txn, plan.cascade)
         elif plan.action == "drop":
-            ddl.drop_object(backend, raw, plan.name, plan.kind, plan.if_exists, statement)
+            ddl.drop_object(backend, raw, plan.name, plan.kind, plan.if_exists, statement, plan.cascade)
         elif isinstance(plan.created, ddl.View):
             self._check_view(plan, statement, txn)
             ddl.create_view(backend, raw, plan.created, plan.replace, plan.if_exists, statement)
@@ -722,8 +722,8 @@ class Connection:
         context = txn.context() if txn is not None else {"tq_txid": 0, "tq_sts": 0, "tq_seq_limit": 0}
         self._backend.execute(self._raw, compiled.sql, compiled.values((), context))
 
-    def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None) -> None:
-        if ddl.drop_table(self._backend, self._raw, name, if_exists, statement) and txn is not None:
+    def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None, cascade: bool = False) -> None:
+        if ddl.drop_table(self._backend, self._raw, name, if_exists, statement, cascade) and txn is not None:
             txn.written.discard(name)  # its rows went with it: no write-set for them
 
     def _create_as(self, plan: CreateAsPlan, statement: str, params: tuple) -> None:

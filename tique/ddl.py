@@ -44,7 +44,7 @@ def create_table(backend: Backend, raw: Any, table: TableDef, if_not_exists: boo
     return True
 
 
-def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement: str) -> bool:
+def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement: str, cascade: bool = False) -> bool:
     """Drops the tique table (its physical tables take their indexes with them); False
     when it does not exist and IF EXISTS said that is fine."""
     table = stored_table(backend, raw, name)
@@ -52,6 +52,7 @@ def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement
         if if_exists:
             return False
         raise ProgrammingError(describe(statement, f"table {name!r} does not exist"))
+    drop_dependent_views(backend, raw, "table", name, cascade, statement)
     for ddl in backend.drop_ddl(table):
         backend.execute(raw, ddl, [])
     backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [name])
@@ -159,11 +160,13 @@ def create_index(backend: Backend, raw: Any, index: Index, table: TableDef, if_n
     return True
 
 
-def drop_object(backend: Backend, raw: Any, name: str, kind: str, if_exists: bool, statement: str) -> bool:
+def drop_object(backend: Backend, raw: Any, name: str, kind: str, if_exists: bool, statement: str, cascade: bool = False) -> bool:
     if _object_kind(backend, raw, name) != kind:
         if if_exists:
             return False
         raise ProgrammingError(describe(statement, f"{kind} {name!r} does not exist"))
+    if kind == "view":
+        drop_dependent_views(backend, raw, kind, name, cascade, statement)
     if kind == "index":
         q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
         backend.execute(raw, f"DROP INDEX {q(name)}", [])
@@ -201,3 +204,20 @@ def committed_conflict(backend: Backend, raw: Any, txid: int, sts: int, hashes: 
         if found:
             return True
     return False
+
+
+def drop_dependent_views(backend: Backend, raw: Any, kind: str, name: str, cascade: bool, statement: str) -> None:
+    """Views over the table or view being dropped: where the engine tracks dependencies
+    (PostgreSQL, MonetDB) it refuses the drop, or with CASCADE drops them too, so tique
+    does the same; DuckDB binds views when they are read and drops the table regardless."""
+    if not backend.tracks_view_dependencies:
+        return
+    views = [parse_object(n, "view", None, d, backend.dialect) for n, d in backend.rows(raw, "SELECT name, ddl FROM tq_objects WHERE kind = 'view'", [])]
+    dependent = sorted(v.name for v in views if isinstance(v, View) and v.name != name
+                       and any(not t.args.get("db") and normalize(t.name) == name for t in v.query.find_all(exp.Table)))
+    if not dependent:
+        return
+    if not cascade:
+        raise ProgrammingError(describe(statement, f"cannot drop {kind} {name!r}: view {dependent[0]!r} depends on it (DROP ... CASCADE drops it too)"))
+    for view in dependent:
+        drop_object(backend, raw, view, "view", True, statement, cascade=True)

@@ -79,6 +79,7 @@ class CreateAsPlan:
 class DropPlan:
     name: str
     if_exists: bool
+    cascade: bool = False  # DROP ... CASCADE: views over the table go with it
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class ObjectPlan:
     if_exists: bool  # IF NOT EXISTS for CREATE, IF EXISTS for DROP
     replace: bool = False  # CREATE OR REPLACE VIEW
     check: exp.Expression | None = None  # a view's query read through snapshots: run once to validate it
+    cascade: bool = False  # DROP VIEW ... CASCADE: views over the view go with it
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,7 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Looku
             return None
         if len(names) > 1:
             raise NotSupportedError(describe(sql, f"drop one {kind.lower()} over tique tables per statement"))
-        return ObjectPlan("drop", kind.lower(), str(names[0]), None, bool(tree.args.get("exists")))
+        return ObjectPlan("drop", kind.lower(), str(names[0]), None, bool(tree.args.get("exists")), cascade=bool(tree.args.get("cascade")))
     return None
 
 
@@ -337,7 +339,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         if any(n is not None and lookup(n) is not None for n in names):
             if len(dropped) > 1:
                 raise NotSupportedError(describe(sql, "drop one tique table per statement"))
-            return DropPlan(names[0], bool(tree.args.get("exists")))
+            return DropPlan(names[0], bool(tree.args.get("exists")), bool(tree.args.get("cascade")))
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         tree = _expand_views(tree, objects, sql)

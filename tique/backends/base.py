@@ -110,6 +110,7 @@ class Backend(ABC):
     packs_keys: bool = False  # whether new tables with multi-column integer keys get a packed key
     adopts_by_rename: bool = False  # adopt renames a native table into storage instead of copying it
     creates_or_replaces_tables: bool = False  # the dialect has CREATE OR REPLACE TABLE
+    tracks_view_dependencies: bool = True  # DROP refuses a table or view that views read (without CASCADE)
 
     def __init__(self) -> None:
         # Which caches hold nothing (tique/cache_state.py); only where every writer of the

@@ -45,6 +45,7 @@ def _open_file(url: str) -> Any:
 class DuckDBBackend(Backend):
     dialect = "duckdb"
     creates_or_replaces_tables = True
+    tracks_view_dependencies = False  # views are bound when read
     missing_column = (re.compile(r'Referenced column "(?P<column>[^"]+)" not found'),
                       re.compile(r'(?:Table|Values list) "(?P<qualifier>[^"]+)" does not have a column named "(?P<column>[^"]+)"'))
     missing_table = (re.compile(r"Table with name (?P<table>\S+) does not exist"),)
