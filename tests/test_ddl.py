@@ -341,6 +341,8 @@ def test_create_view_is_transactional_and_checked(connect: Connect) -> None:
     run(conn, "CREATE OR REPLACE VIEW w AS SELECT id FROM t")
     conn.commit()
     assert rows(other, "SELECT * FROM w") == [(1,)]
+    with pytest.raises(tique.ProgrammingError, match="view 'w' already exists"):
+        run(other, "CREATE TABLE w (id INTEGER PRIMARY KEY)")
     run(other, "DROP VIEW w")
     with pytest.raises(tique.ProgrammingError):
         rows(conn, "SELECT * FROM w")

@@ -32,11 +32,13 @@ def stored_table(backend: Backend, raw: Any, name: str) -> TableDef | None:
 
 
 def create_table(backend: Backend, raw: Any, table: TableDef, if_not_exists: bool, statement: str) -> bool:
-    """Creates the tique table; False when it exists and IF NOT EXISTS said to leave it."""
-    if table_exists(backend, raw, table.name):
-        if if_not_exists:
+    """Creates the tique table; False when it exists and IF NOT EXISTS said to leave it.
+    Tables, views and indexes share one namespace, as natively."""
+    kind = _object_kind(backend, raw, table.name)
+    if kind is not None:
+        if if_not_exists and kind == "table":
             return False
-        raise ProgrammingError(describe(statement, f"table {table.name!r} already exists"))
+        raise ProgrammingError(describe(statement, f"{kind} {table.name!r} already exists"))
     for ddl in backend.physical_ddl(table):
         backend.execute(raw, ddl, [])
     backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [table.name, canonical_ddl(table, backend.dialect)])

@@ -46,7 +46,10 @@ class MonetDBOracle:
         return txid, sts
 
     def begin_with(self, raw: Any, also: str | None) -> tuple[int, int, int]:
-        """begin() and the one value the query `also` selects, in the same statement."""
+        """begin() and the one value the query `also` selects, in the same statement. The
+        query reads the statement's snapshot, taken just before the oracle call: a schema
+        change whose commit is published in between (several round trips of its owner
+        within microseconds of this statement) would be missed until the next begin."""
         call = _CALL if also is None else _CALL.replace(" FROM tq_oracle", f", ({also}) FROM tq_oracle")
         for attempt in range(3):
             txid, sts, blocked_ms, *extra = (int(v) for v in self._rows(raw, call, [BEGIN, self._session_token(raw), 0])[0])
