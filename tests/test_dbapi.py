@@ -111,8 +111,8 @@ def test_cursor_is_a_pep249_cursor(connect: Connect) -> None:
         assert callable(getattr(cur, method))
     cur.setinputsizes([None])
     cur.setoutputsize(10)
-    with pytest.raises(tique.NotSupportedError):
-        cur.callproc("f")
+    with pytest.raises(tique.DatabaseError):
+        cur.callproc("no_such_function")
     with pytest.raises(tique.NotSupportedError):
         cur.nextset()
 

@@ -6,14 +6,17 @@ import threading
 import weakref
 from typing import Any, Iterable
 
-from tique import errors
+from sqlglot import exp
+
+from tique import ddl, errors
 from tique.backends import open_database
 from tique.backends.base import Backend
-from tique.catalog import TableDef, canonical_ddl, parse_catalog_row
+from tique.catalog import TableDef
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.isolation import IsolationLevel, parse_level, supported
-from tique.planner import ControlPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, Plan, ReadPlan, WritePlan, batch_rows, batched, make_plan
+from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, ObjectPlan, Plan, ReadPlan,
+                           WritePlan, batch_rows, batched, make_plan)
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.reads import replace_tables
@@ -129,6 +132,9 @@ class Connection:
         self._failed: str | None = None
         self._plans: dict[tuple[str, Formulation], Plan] = {}
         self._catalog: dict[str, TableDef] = {}
+        self._catalog_version: int | None = None
+        self._reloaded = False  # the last _begin() reloaded the catalog
+        self._misses: set[str] = set()  # names planning found to be no tique object
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
@@ -155,20 +161,34 @@ class Connection:
                 recover(backend, self._raw, [], force=False, first_open=False)
         self._load_catalog()
 
-    def _load_catalog(self) -> None:
+    def _load_catalog(self, version: int | None = None) -> None:
+        # The version first: a schema change committing in between makes the next begin
+        # reload again, never skip a reload.
+        self._catalog_version = self._backend.catalog_version(self._raw) if version is None else version
         rows = self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", [])
         self._catalog_ddl = dict(rows)
-        self._catalog_key = frozenset(self._catalog_ddl.items())
         self._catalog = self._backend.catalog_tables(self._raw, rows)
+        self._objects_ddl: dict[str, tuple[str, str | None, str]] = {}
+        self._objects: dict[str, ddl.TiqueObject] = {}
+        for name, kind, on_table, text in self._backend.rows(self._raw, "SELECT name, kind, on_table, ddl FROM tq_objects", []):
+            self._learn_object(name, kind, on_table, text)
+        self._refresh_catalog_key()
         self._plans.clear()
+
+    def _learn_object(self, name: str, kind: str, on_table: str | None, text: str) -> None:
+        self._objects_ddl[name] = (kind, on_table, text)
+        self._objects[name] = ddl.parse_object(name, kind, on_table, text, self._backend.dialect)
+
+    def _refresh_catalog_key(self) -> None:
+        """What plans depend on: the tables' and the views' and indexes' definitions."""
+        self._catalog_key = frozenset(self._catalog_ddl.items()) | frozenset(self._objects_ddl.items())
 
     def _catalog_changed(self) -> bool:
         """Reloads the catalog when another client created, dropped or redefined a table since we read it."""
         rows = dict(self._backend.rows(self._raw, "SELECT name, ddl FROM tq_tables", []))
         if rows == self._catalog_ddl:
             return False
-        self._load_catalog()
-        _forget_commit_statements(self._backend)
+        self._reload_catalog()
         return True
 
     @property
@@ -272,8 +292,10 @@ class Connection:
         """Commits `txn`; a failed commit leaves no transaction open on this connection."""
         try:
             self._commit_transaction(txn)
-        except errors.SerializationFailure:
+        except errors.SerializationFailure as failure:
             self._txn = None
+            if txn.schema_changed:
+                self._schema_change_lost(txn, failure)
             raise
         except BaseException as error:
             self._abandon(txn)
@@ -281,13 +303,21 @@ class Connection:
                 raise self._backend.translate(error, "COMMIT") from error
             raise
         self._txn = None
+        self._schema_change_over(txn, committed=True)
 
     def _commit_transaction(self, txn: Transaction) -> None:
         if txn.buffered:
             self._flush_buffered(txn)
+        if txn.written and txn.schema_changed and "no-certify" not in self.faults:
+            self._precertify(txn)
+        if txn.schema_changed:
+            self._backend.catalog_committing()
         if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
             txn.engine_open = False
-            self._backend.rollback_engine(self._raw)
+            if txn.schema_changed:  # but a schema change to commit
+                self._backend.commit_engine(self._raw)
+            else:
+                self._backend.rollback_engine(self._raw)
         if txn.written:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
@@ -328,9 +358,12 @@ class Connection:
         """Rolls back: the engine transaction holding the writes, then the oracle's record."""
         self._txn = None
         try:
-            if txn.engine_open:
-                txn.engine_open = False
-                self._backend.rollback_engine(self._raw)
+            try:
+                if txn.engine_open:
+                    txn.engine_open = False
+                    self._backend.rollback_engine(self._raw)
+            finally:
+                self._schema_change_over(txn, committed=False)
             if txn.reserved_cts is not None:
                 release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
             else:
@@ -381,7 +414,9 @@ class Connection:
             shared_key = (sql, self.snapshot_formulation, self.static_tables, catalog)
             plan = self._backend.shared_plans.get(shared_key)
             if plan is None:
-                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+                self._misses.clear()
+                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables,
+                                 self._lookup_object)
                 if self._catalog_key is catalog:  # planning looked up no table new to this connection
                     self._backend.shared_plans.put(shared_key, plan)
             self._plans[key] = plan
@@ -390,13 +425,25 @@ class Connection:
     def _lookup_or_refresh(self, name: str) -> TableDef | None:
         """Another client may have created the table since we loaded the catalog."""
         found = self._catalog.get(name)
-        if found is None and not name.startswith("tq_") and not self._is_physical(name):
-            rows = self._backend.rows(self._raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
-            if rows:
-                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][0])])[name]
-                self._catalog_ddl[name] = rows[0][0]
-                self._catalog_key = frozenset(self._catalog_ddl.items())
+        if found is None and name not in self._objects and name not in self._misses and not name.startswith("tq_") and not self._is_physical(name):
+            rows = self._backend.rows(self._raw, "SELECT 'table', ddl, name FROM tq_tables WHERE name = $1 "
+                                                 "UNION ALL SELECT kind, ddl, on_table FROM tq_objects WHERE name = $1", [name])
+            if not rows:
+                self._misses.add(name)  # asked once per planning
+            elif rows[0][0] == "table":
+                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][1])])[name]
+                self._catalog_ddl[name] = rows[0][1]
+                self._refresh_catalog_key()
+            else:
+                self._learn_object(name, rows[0][0], rows[0][2], rows[0][1])
+                self._refresh_catalog_key()
         return found
+
+    def _lookup_object(self, name: str) -> ddl.TiqueObject | None:
+        """A view or index over tique tables, learned like tables are (_lookup_or_refresh)."""
+        if name not in self._objects and name not in self._catalog:
+            self._lookup_or_refresh(name)
+        return self._objects.get(name)
 
     def _is_physical(self, name: str) -> bool:
         for suffix in ("_storage", "_cache"):
@@ -405,10 +452,14 @@ class Connection:
         return False
 
     def _begin(self) -> Transaction:
+        """Opens the tique transaction if none is; its begin also reads the catalog
+        version (same round trip), and a moved version reloads the catalog, so the
+        transaction plans against the schema as of its start (self._reloaded says so)."""
         txn = self._txn
+        self._reloaded = False
         if txn is None:
             try:
-                txid, sts = self._backend.oracle.begin(self._raw)
+                txid, sts, version = self._backend.begin(self._raw)
             except errors.Error:
                 raise
             except Exception as error:
@@ -417,7 +468,21 @@ class Connection:
                 # Debug fault: start below our own previous commit, once.
                 sts, self._last_commit_ts = min(sts, self._last_commit_ts - 1), None
             txn = self._txn = Transaction(txid, sts, level=self._isolation, read_only=self._read_only)
+            if version != self._catalog_version:
+                try:
+                    self._reload_catalog(version)
+                except BaseException as error:
+                    self._abandon(txn)
+                    if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                        raise self._backend.translate(error, "BEGIN") from error
+                    raise
+                self._reloaded = True
         return txn
+
+    def _reload_catalog(self, version: int | None = None) -> None:
+        """Another client changed the schema: the tables as the database now has them."""
+        self._load_catalog(version)
+        _forget_commit_statements(self._backend)
 
     def _latest_snapshot(self) -> int:
         """The snapshot a transaction beginning now would get (stale-snapshot fault only)."""
@@ -526,7 +591,7 @@ class Connection:
             plan = batched(plan, batch)
         if isinstance(plan, ControlPlan):
             return self._control(plan), None, -1
-        if isinstance(plan, (CreatePlan, DropPlan)):
+        if isinstance(plan, (CreatePlan, DropPlan, ObjectPlan)):
             return self._ddl(plan, sql), None, -1
         if len(params) != plan.params:
             mismatch = ProgrammingError(describe(sql, f"the statement has {plan.params} parameter marker(s) but {len(params)} value(s) were given"))
@@ -534,8 +599,22 @@ class Connection:
             raise mismatch
         if isinstance(plan, NativePlan):
             return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+        if isinstance(plan, CreateAsPlan):
+            return self._create_as(plan, sql, params), None, -1
         implicit = self._autocommit and self._txn is None
         txn = self._begin()
+        if self._reloaded:  # planned against a catalog the transaction's begin found outdated
+            plan = self._plan(sql)
+            if isinstance(plan, NativePlan):  # its tables are no tique tables any more
+                try:
+                    outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+                except BaseException:
+                    if implicit:
+                        self._abandon(txn)
+                    raise
+                if implicit:
+                    self.commit()
+                return outcome
         if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
         if self.priority and not implicit:
@@ -685,38 +764,179 @@ class Connection:
         if read_only is not None:
             txn.read_only = read_only
 
-    def _ddl(self, plan: CreatePlan | DropPlan, statement: str) -> None:
-        if self._txn is not None:
-            raise NotSupportedError(describe(statement, "DDL inside a transaction is not supported: tique tables change shape only between transactions; COMMIT or ROLLBACK first"))
+    # -- schema changes (tique/ddl.py) ------------------------------------------
+    def _ddl(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str) -> None:
+        """Inside an open transaction a schema change joins its engine transaction:
+        invisible to other connections until COMMIT, gone on ROLLBACK (every engine tique
+        runs on has transactional DDL). Between transactions it commits on its own, in
+        either autocommit mode (as tique always has; psycopg would open a transaction)."""
+        if self._txn is None:
+            self._ddl_alone(plan, statement)
+        else:
+            self._ddl_in_transaction(self._txn, plan, statement)
+        return None
+
+    def _ddl_alone(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str) -> None:
         backend, raw = self._backend, self._raw
+        committed = False
         try:
             with backend.atomic(raw):
-                if isinstance(plan, CreatePlan):
-                    exists = backend.rows(raw, "SELECT 1 FROM tq_tables WHERE name = $1", [plan.table.name])
-                    if exists:
-                        if plan.if_not_exists:
-                            return None
-                        raise ProgrammingError(describe(statement, f"table {plan.table.name!r} already exists"))
-                    for ddl in backend.physical_ddl(plan.table):
-                        backend.execute(raw, ddl, [])
-                    backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [plan.table.name, canonical_ddl(plan.table, backend.dialect)])
-                else:
-                    found = backend.rows(raw, "SELECT ddl FROM tq_tables WHERE name = $1", [plan.name])
-                    table = parse_catalog_row(found[0][0], backend.dialect) if found else None
-                    if table is None:
-                        if plan.if_exists:
-                            return None
-                        raise ProgrammingError(describe(statement, f"table {plan.name!r} does not exist"))
-                    for ddl in backend.drop_ddl(table):
-                        backend.execute(raw, ddl, [])
-                    backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [plan.name])
+                self._apply_ddl(plan, statement, None)
+                backend.catalog_committing()
+            committed = True
         except errors.Error:
             raise
         except Exception as error:
             raise backend.translate(error, statement) from error
         finally:
-            if backend.cache_state is not None:
-                backend.cache_state.forget(plan.table.name if isinstance(plan, CreatePlan) else plan.name)
-            self._load_catalog()
-            _forget_commit_statements(backend)
-        return None
+            self._schema_changed({_ddl_target(plan)}, committed)
+
+    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan, statement: str, params: tuple = ()) -> None:
+        txn.used = True
+        if txn.read_only:
+            verb = statement.split(None, 1)[0].upper() if statement.strip() else "DDL"
+            raise errors.InternalError(describe(statement, f"cannot execute {verb} in a read-only transaction"))
+        if txn.buffered:  # the writes before it run before it, as written
+            self._flush_buffered(txn)
+        self._open_engine_transaction(txn)
+        if not txn.schema_changed:
+            self._backend.schema_change_began(self._raw)
+        txn.schema_changed.add(_ddl_target(plan))
+        try:
+            if isinstance(plan, CreateAsPlan):
+                self._apply_create_as(plan, statement, params, txn)
+            else:
+                self._apply_ddl(plan, statement, txn)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, statement) from error
+        # The transaction's own schema: its engine transaction reads its uncommitted catalog rows.
+        self._load_catalog()
+        _forget_commit_statements(self._backend)
+
+    def _apply_ddl(self, plan: CreatePlan | DropPlan | ObjectPlan, statement: str, txn: Transaction | None) -> None:
+        """The schema change's engine statements, inside the engine transaction open on the session."""
+        backend, raw = self._backend, self._raw
+        if isinstance(plan, CreatePlan):
+            if plan.replace:
+                self._drop_table(plan.table.name, True, statement, txn)
+            ddl.create_table(backend, raw, plan.table, plan.if_not_exists, statement)
+        elif isinstance(plan, DropPlan):
+            self._drop_table(plan.name, plan.if_exists, statement, txn, plan.cascade)
+        elif plan.action == "drop":
+            ddl.drop_object(backend, raw, plan.name, plan.kind, plan.if_exists, statement, plan.cascade)
+        elif isinstance(plan.created, ddl.View):
+            self._check_view(plan, statement, txn)
+            ddl.create_view(backend, raw, plan.created, plan.replace, plan.if_exists, statement)
+        else:
+            assert isinstance(plan.created, ddl.Index)
+            ddl.create_index(backend, raw, plan.created, self._catalog[plan.created.table], plan.if_exists, statement)
+
+    def _check_view(self, plan: ObjectPlan, statement: str, txn: Transaction | None) -> None:
+        """Runs the view's query once, reading nothing, so the engine rejects it at CREATE
+        VIEW (a missing column, too many column names), as natively, not at its first read."""
+        assert plan.check is not None and isinstance(plan.created, ddl.View)
+        columns = [exp.to_identifier(c, quoted=True) for c in plan.created.columns]
+        probe = exp.select("*").from_(exp.Subquery(this=plan.check.copy(), alias=exp.TableAlias(this=exp.to_identifier("tq_view"), columns=columns))).where("1 = 0")
+        compiled = self._backend.compile(probe)
+        context = txn.context() if txn is not None else {"tq_txid": 0, "tq_sts": 0, "tq_seq_limit": 0}
+        self._backend.execute(self._raw, compiled.sql, compiled.values((), context))
+
+    def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None, cascade: bool = False) -> None:
+        if ddl.drop_table(self._backend, self._raw, name, if_exists, statement, cascade) and txn is not None:
+            txn.written.discard(name)  # its rows went with it: no write-set for them
+
+    def _create_as(self, plan: CreateAsPlan, statement: str, params: tuple) -> None:
+        """CREATE TABLE ... AS query: between transactions a transaction of its own (it reads
+        a snapshot and writes rows), committed at once, as other DDL between transactions is."""
+        implicit = self._txn is None
+        txn = self._begin()
+        try:
+            self._ddl_in_transaction(txn, plan, statement, params)
+        except BaseException:
+            if implicit:
+                self._abandon(txn)
+            raise
+        if implicit:
+            self.commit()
+
+    def _apply_create_as(self, plan: CreateAsPlan, statement: str, params: tuple, txn: Transaction) -> None:
+        """Stages the query's rows (read at the transaction's snapshot) in a native table of
+        the transaction's own, whose columns the engine typed; creates the tique table with
+        those columns (after dropping the old one for OR REPLACE, which the query may read);
+        and inserts the staged rows through the ordinary write path."""
+        backend, raw = self._backend, self._raw
+        if plan.if_not_exists and ddl.table_exists(backend, raw, plan.name):
+            return
+        stage = f"tq_ctas_{txn.txid}"
+        staged = backend.compile(exp.Create(this=exp.to_table(exp.to_identifier(stage, quoted=True)), kind="TABLE", expression=plan.query.copy()))
+        backend.execute(raw, staged.sql, staged.values(params, txn.context()))
+        table = backend.new_table(ddl.table_of_columns(plan.name, backend.query_columns(raw, stage), statement))
+        if plan.replace:
+            self._drop_table(plan.name, True, statement, txn)
+        ddl.create_table(backend, raw, table, False, statement)
+        self._load_catalog()
+        if plan.with_data:
+            self._fill_from(plan.name, stage, statement, txn)
+        backend.execute(raw, f"DROP TABLE {_quoted(stage, backend)}", [])
+
+    def _fill_from(self, name: str, stage: str, statement: str, txn: Transaction) -> None:
+        """Inserts the staged rows into the new tique table through the ordinary write path."""
+        backend, raw = self._backend, self._raw
+        fill = self._plan(f"INSERT INTO {_quoted(name, backend)} SELECT * FROM {_quoted(stage, backend)}")
+        assert isinstance(fill, WritePlan)
+        self._note_writing(txn, name)
+        run_write(backend, raw, fill, (), txn.write_context(), statement)
+        txn.written.add(name)
+
+    def _precertify(self, txn: Transaction) -> None:
+        """See ddl.committed_conflict: a conflict found here rolls back the schema change too."""
+        mine = ddl.own_write_set(self._backend, [self._catalog[name] for name in txn.written])
+        hashes = [int(h) for (h,) in self._backend.rows(self._raw, mine.sql, mine.values((), {"tq_txid": txn.txid, "tq_cts": 0}))]
+        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.sts, hashes):
+            self._abandon(txn)
+            raise errors.SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write "
+                                              "to the same key first (first committer wins); the transaction was rolled back, its schema change with it")
+
+    def _schema_change_lost(self, txn: Transaction, failure: errors.SerializationFailure) -> None:
+        """A transaction that changed the schema failed to commit. If the engine aborted its
+        engine transaction (a conflict, the failure's cause), the schema change went with it.
+        If it lost certification, its engine transaction had committed: the rows it wrote
+        stay invisible (the abort outcome), but a schema change takes effect at its engine
+        commit and cannot be taken back, so the failure says that it stays."""
+        if not txn.schema_changed:  # already rolled back with the engine transaction (_precertify)
+            return
+        engine_committed = failure.__cause__ is None
+        changed = ", ".join(sorted(txn.schema_changed))
+        self._schema_change_over(txn, committed=engine_committed)
+        if engine_committed:
+            failure.args = (f"{failure.args[0] if failure.args else failure}; its schema change ({changed}) had committed with "
+                            "its writes and stays: tique certifies writes after their engine commit",)
+
+    def _schema_change_over(self, txn: Transaction, committed: bool) -> None:
+        """The engine transaction holding `txn`'s schema change ended."""
+        if not txn.schema_changed:
+            return
+        changed, txn.schema_changed = txn.schema_changed, set()
+        self._backend.schema_change_ended(self._raw)
+        self._schema_changed(changed, committed)
+
+    def _schema_changed(self, names: set[str], committed: bool) -> None:
+        """After a schema change committed or rolled back: what was known of the objects is void."""
+        backend = self._backend
+        if committed:
+            backend.catalog_committed()
+        if backend.cache_state is not None:
+            for name in names:
+                backend.cache_state.forget(name)
+        _forget_commit_statements(backend)
+        self._load_catalog()
+
+
+def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan) -> str:
+    return plan.table.name if isinstance(plan, CreatePlan) else plan.name
+
+
+def _quoted(name: str, backend: Backend) -> str:
+    return exp.to_identifier(name, quoted=True).sql(backend.dialect)

@@ -1,9 +1,13 @@
 """PEP 249 cursor: holds one result at a time and delegates the work to its connection."""
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from tique.errors import Error, InterfaceError, NotSupportedError, ProgrammingError
+
+# A plain or schema-qualified identifier: callproc names a function, never SQL text.
+_PROCEDURE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
 if TYPE_CHECKING:
     from tique.connection import Connection
@@ -88,8 +92,16 @@ class Cursor:
         while (row := self.fetchone()) is not None:
             yield row
 
-    def callproc(self, procname: str, parameters: Sequence[Any] = ()) -> None:
-        raise NotSupportedError("callproc is not supported; call the function in a SELECT")
+    def callproc(self, procname: str, parameters: Sequence[Any] = ()) -> Sequence[Any]:
+        """PEP 249: calls the database function `procname` with `parameters` bound (as
+        `SELECT procname(?, ...)`), its result available through fetch*, and returns a
+        copy of the parameters: the engines tique runs on have no output parameters, so
+        none is replaced."""
+        if not isinstance(procname, str) or not _PROCEDURE_NAME.match(procname):
+            raise ProgrammingError(f"callproc: {procname!r} is not a function name (name or schema.name)")
+        given = tuple(parameters)
+        self.execute(f"SELECT {procname}({', '.join('?' * len(given))})", given)
+        return list(given) if isinstance(parameters, list) else given
 
     def nextset(self) -> None:
         raise NotSupportedError("a tique statement has one result set")

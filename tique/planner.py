@@ -16,13 +16,14 @@ from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
+from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
-from tique.rewrite.reads import Lookup, reads_by_scan, referenced_tables, replace_tables
+from tique.rewrite.reads import Lookup, _names_cte_in_scope, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
@@ -117,12 +118,39 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
 class CreatePlan:
     table: TableDef
     if_not_exists: bool
+    replace: bool = False  # CREATE OR REPLACE: drop and create in one engine transaction
+
+
+@dataclass(frozen=True)
+class CreateAsPlan:
+    """CREATE [OR REPLACE] TABLE name AS query: a tique table with the query's rows as of
+    the transaction's snapshot and the column types the engine infers for it (tique/ddl.py)."""
+    name: str
+    query: exp.Expression  # the query with its tique tables read through their snapshots
+    params: int
+    if_not_exists: bool
+    replace: bool
+    with_data: bool = True  # False for WITH NO DATA: the columns only
 
 
 @dataclass(frozen=True)
 class DropPlan:
     name: str
     if_exists: bool
+    cascade: bool = False  # DROP ... CASCADE: views over the table go with it
+
+
+@dataclass(frozen=True)
+class ObjectPlan:
+    """CREATE or DROP of a view or index over tique tables (tique/ddl.py)."""
+    action: str  # create | drop
+    kind: str  # view | index
+    name: str
+    created: View | Index | None  # what CREATE makes
+    if_exists: bool  # IF NOT EXISTS for CREATE, IF EXISTS for DROP
+    replace: bool = False  # CREATE OR REPLACE VIEW
+    check: exp.Expression | None = None  # a view's query read through snapshots: run once to validate it
+    cascade: bool = False  # DROP VIEW ... CASCADE: views over the view go with it
 
 
 @dataclass(frozen=True)
@@ -132,7 +160,9 @@ class ControlPlan:
     read_only: bool | None = None
 
 
-Plan = Union[NativePlan, ReadPlan, LockingReadPlan, WritePlan, CreatePlan, DropPlan, ControlPlan]
+Plan = Union[NativePlan, ReadPlan, LockingReadPlan, WritePlan, CreatePlan, CreateAsPlan, DropPlan, ObjectPlan, ControlPlan]
+ObjectLookup = Callable[[str], "View | Index | None"]
+MAX_VIEW_DEPTH = 32
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:
@@ -231,19 +261,104 @@ def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
         ref.set("alias", exp.TableAlias(this=ref.this.copy()))
 
 
-def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+def _write_target(tree: exp.Expression) -> exp.Expression | None:
+    if isinstance(tree, exp.Insert):
+        return tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    return tree.this if isinstance(tree, (exp.Update, exp.Delete)) else None
+
+
+def _expand_views(tree: exp.Expression, objects: ObjectLookup, sql: str) -> exp.Expression:
+    """Each reference to a tique view becomes its query as a subquery under the reference's
+    alias (or the view's name), so the statement reads the view's tables through its own
+    snapshot. Views over views expand level by level."""
+    target = _write_target(tree)
+    for _ in range(MAX_VIEW_DEPTH):
+        expanded = False
+        for ref in list(tree.find_all(exp.Table)):
+            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or _names_cte_in_scope(ref):
+                continue
+            view = objects(normalize(ref.name))
+            if not isinstance(view, View):
+                continue
+            if ref is target:
+                raise NotSupportedError(describe(sql, f"writing through view {view.name!r} is not supported; write its tables"))
+            alias = ref.args.get("alias")
+            name = alias.this.copy() if alias is not None and alias.this else ref.this.copy()
+            columns = [c.copy() for c in alias.columns] if alias is not None and alias.columns else [exp.to_identifier(c, quoted=True) for c in view.columns]
+            ref.replace(exp.Subquery(this=view.query.copy(), alias=exp.TableAlias(this=name, columns=columns)))
+            expanded = True
+        if not expanded:
+            return tree
+    raise ProgrammingError(describe(sql, f"views nest more than {MAX_VIEW_DEPTH} deep (a view that reads itself?)"))
+
+
+def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Lookup, objects: ObjectLookup,
+                 formulation: Formulation, params: int) -> ObjectPlan | None:
+    """CREATE/DROP VIEW and INDEX when they concern tique tables or tique views; None otherwise."""
+    kind = str(tree.args.get("kind") or "").upper()
+    if isinstance(tree, exp.Create) and kind == "VIEW":
+        name = _target_name(tree)
+        query = tree.expression
+        if name is None or not isinstance(query, exp.Query):
+            return None
+        expanded = _expand_views(query.copy(), objects, sql)
+        if not referenced_tables(expanded, lookup) and not isinstance(objects(name), View):
+            return None  # a view of native tables only: the engine's own
+        if params:
+            raise ProgrammingError(describe(sql, "a view's query cannot have parameter markers"))
+        columns = tuple(normalize(c.name) for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+        _alias_as_written(expanded, lookup)
+        check = replace_tables(expanded, lookup, formulation, backend.key_hash)
+        return ObjectPlan("create", "view", name, View(name, query.copy(), columns), bool(tree.args.get("exists")),
+                          bool(tree.args.get("replace")), check)
+    if isinstance(tree, exp.Create) and kind == "INDEX" and isinstance(tree.this, exp.Index):
+        index = tree.this
+        table_name = _plain_name(index.args.get("table"))
+        table = lookup(table_name) if table_name else None
+        if table is None:
+            return None
+        if tree.args.get("unique"):
+            raise NotSupportedError(describe(sql, f"CREATE UNIQUE INDEX on tique table {table.name!r} is not supported: a unique index is a constraint tique does not enforce this way"))
+        if not index.name:
+            raise NotSupportedError(describe(sql, "name the index: CREATE INDEX name ON table (columns)"))
+        parts = (index.args.get("params") or exp.IndexParameters()).args.get("columns") or []
+        columns = []
+        for part in parts:
+            column = part.this if isinstance(part, exp.Ordered) else part
+            if not isinstance(column, exp.Column) or column.table:
+                raise NotSupportedError(describe(sql, f"an index on tique table {table.name!r} takes plain columns, not {part.sql(backend.dialect)!r}"))
+            if normalize(column.name) not in table.user_columns:
+                raise ProgrammingError(describe(sql, f"table {table.name} has no column {column.name!r}"))
+            columns.append(normalize(column.name))
+        if not columns:
+            raise ProgrammingError(describe(sql, "an index needs at least one column"))
+        name = normalize(index.name)
+        return ObjectPlan("create", "index", name, Index(name, table.name, tuple(columns)), bool(tree.args.get("exists")))
+    if isinstance(tree, exp.Drop) and kind in ("VIEW", "INDEX"):
+        names = [_plain_name(t) for t in _dropped_tables(tree)]
+        if not any(n is not None and getattr(objects(n), "kind", None) == kind.lower() for n in names):
+            return None
+        if len(names) > 1:
+            raise NotSupportedError(describe(sql, f"drop one {kind.lower()} over tique tables per statement"))
+        return ObjectPlan("drop", kind.lower(), str(names[0]), None, bool(tree.args.get("exists")), cascade=bool(tree.args.get("cascade")))
+    return None
+
+
+def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str],
+              objects: ObjectLookup = lambda name: None) -> Plan:
     control = control_statement(sql)  # tique's own, on every engine: before any parser
     if control is not None:
         return ControlPlan(control.action, control.level, control.read_only)
     try:
-        return _make_plan(sql, backend, lookup, formulation, static_tables)
+        return _make_plan(sql, backend, lookup, formulation, static_tables, objects)
     except UnsupportedError as error:
         # The generator cannot say it in the engine's SQL as written (tique/rewrite/faithful.py):
         # sending what it can say would run a statement that means something else.
         raise NotSupportedError(describe(sql, f"not supported through tique: {error}")) from None
 
 
-def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str],
+               objects: ObjectLookup) -> Plan:
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
@@ -262,23 +377,36 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if isinstance(tree, exp.Rollback):
         return ControlPlan("rollback")
 
+    found = _object_plan(tree, sql, backend, lookup, objects, formulation, params)
+    if found is not None:
+        return found
     if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "TABLE":
         name = _target_name(tree)
         temporary = any(isinstance(p, exp.TemporaryProperty) for p in (tree.args.get("properties") or exp.Properties()).expressions)
         if name is not None and name not in static_tables and not temporary:
-            if tree.args.get("replace"):
-                raise NotSupportedError(describe(sql, "CREATE OR REPLACE TABLE is not supported for tique tables; DROP it first"))
+            replace = bool(tree.args.get("replace"))
+            if replace and not backend.creates_or_replaces_tables:
+                raise ProgrammingError(describe(sql, f"syntax error: {backend.dialect} has no CREATE OR REPLACE TABLE; DROP TABLE, then CREATE TABLE"))
+            query = tree.expression
+            if isinstance(query, exp.Query):
+                if isinstance(tree.this, exp.Schema):
+                    raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
+                _expand_views(query, objects, sql)
+                _alias_as_written(query, lookup)
+                no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
+                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace, not no_data)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
-            return CreatePlan(table, bool(tree.args.get("exists")))
+            return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)
         names = [_plain_name(t) for t in dropped]
         if any(n is not None and lookup(n) is not None for n in names):
             if len(dropped) > 1:
                 raise NotSupportedError(describe(sql, "drop one tique table per statement"))
-            return DropPlan(names[0], bool(tree.args.get("exists")))
+            return DropPlan(names[0], bool(tree.args.get("exists")), bool(tree.args.get("cascade")))
 
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
+        tree = _expand_views(tree, objects, sql)
         _alias_as_written(tree, lookup)
         if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
             expose_rowid(tree, lookup, sql)

@@ -71,6 +71,9 @@ class Transaction:
     level: IsolationLevel = IsolationLevel.SNAPSHOT
     read_only: bool = False
     used: bool = False  # a read or write has run: the level and access mode are fixed
+    # Tique objects whose schema this transaction changed (DDL inside it, tique/ddl.py):
+    # its engine transaction carries the change, so the commit commits it even without writes.
+    schema_changed: set[str] = field(default_factory=set)
 
     @property
     def statement_sts(self) -> int:

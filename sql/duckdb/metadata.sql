@@ -1,6 +1,9 @@
 -- tique's metadata on DuckDB. Every table here is append-only on the hot path;
 -- only the checkpointer deletes, and only rows no running transaction can need.
 CREATE TABLE IF NOT EXISTS tq_tables (name VARCHAR PRIMARY KEY, ddl VARCHAR NOT NULL);
+-- Views and indexes over tique tables: (name, kind 'view' or 'index', the table an index is on, the statement).
+-- (The catalog version lives in process memory: one process opens a DuckDB file.)
+CREATE TABLE IF NOT EXISTS tq_objects (name VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, on_table VARCHAR, ddl VARCHAR NOT NULL);
 -- Commit timestamps handed out (server-side oracles log them here; the in-process
 -- oracle keeps its pending ones in memory and recovers them from tq_write_sets).
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);

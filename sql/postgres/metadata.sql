@@ -3,6 +3,19 @@
 SELECT pg_advisory_xact_lock(7411, 2);
 
 CREATE TABLE IF NOT EXISTS tq_tables (name TEXT PRIMARY KEY, ddl TEXT NOT NULL);
+-- Views and indexes over tique tables: (name, kind 'view' or 'index', the table an index is on, the statement).
+CREATE TABLE IF NOT EXISTS tq_objects (name TEXT PRIMARY KEY, kind TEXT NOT NULL, on_table TEXT, ddl TEXT NOT NULL);
+-- Bumped by every schema change in the same engine transaction: a transaction's begin
+-- reads it, and a connection reloads its catalog only when it moved.
+CREATE TABLE IF NOT EXISTS tq_catalog (id INT PRIMARY KEY, version BIGINT NOT NULL);
+INSERT INTO tq_catalog (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+-- Volatile, so a call reads with a snapshot of its own: called after tq_begin() in one
+-- statement (SELECT ..., tq_catalog_version() FROM tq_begin()) it sees every schema change
+-- whose transaction the start timestamp includes, which the statement's snapshot, taken
+-- before tq_begin() ran, might not.
+CREATE OR REPLACE FUNCTION tq_catalog_version() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$
+  SELECT version FROM tq_catalog WHERE id = 1;
+$$;
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
 CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);

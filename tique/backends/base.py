@@ -109,6 +109,8 @@ class Backend(ABC):
     closed: bool = False
     packs_keys: bool = False  # whether new tables with multi-column integer keys get a packed key
     adopts_by_rename: bool = False  # adopt renames a native table into storage instead of copying it
+    creates_or_replaces_tables: bool = False  # the dialect has CREATE OR REPLACE TABLE
+    tracks_view_dependencies: bool = True  # DROP refuses a table or view that views read (without CASCADE)
 
     def __init__(self) -> None:
         # Which caches hold nothing (tique/cache_state.py); only where every writer of the
@@ -352,6 +354,47 @@ class Backend(ABC):
 
     def release_checkpoint_latch(self, raw: Any) -> None:
         pass
+
+    # -- schema changes and the catalog version --------------------------------
+    # A schema change bumps the catalog version in its engine transaction; a transaction's
+    # begin reads it in the same request as its start timestamp, and a connection reloads
+    # its catalog only when it moved (tique/ddl.py).
+    CATALOG_VERSION_SQL = "SELECT version FROM tq_catalog"
+
+    def begin(self, raw: Any) -> tuple[int, int, int]:
+        """A transaction id, its start timestamp and the catalog version, in one round trip."""
+        txid, sts = self.oracle.begin(raw)
+        return txid, sts, self.catalog_version(raw)
+
+    def catalog_version(self, raw: Any) -> int:
+        return int(self.rows(raw, self.CATALOG_VERSION_SQL, [])[0][0])
+
+    def bump_catalog_version(self, raw: Any) -> None:
+        """Inside a schema change's engine transaction: commits with it."""
+        self.execute(raw, "UPDATE tq_catalog SET version = version + 1", [])
+
+    def catalog_committing(self) -> None:
+        """A schema change is about to commit (for versions kept in process memory)."""
+
+    def catalog_committed(self) -> None:
+        """A schema change committed (for versions kept in process memory)."""
+
+    def schema_change_began(self, raw: Any) -> None:
+        """The open engine transaction is about to change the schema (DDL inside a tique transaction)."""
+
+    def schema_change_ended(self, raw: Any) -> None:
+        """The engine transaction that changed the schema committed or rolled back."""
+
+    def fresh_rows(self, raw: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """A read of the newest committed state, even while an engine transaction is open
+        on `raw` (whose snapshot may be older). Read committed engines read it on `raw`."""
+        return self.rows(raw, sql, params)
+
+    def query_columns(self, raw: Any, table: str) -> list[tuple[str, str]]:
+        """(name, SQL type) of each column of the native table `table`, in order."""
+        rows = self.rows(raw, "SELECT column_name, data_type FROM information_schema.columns "
+                              "WHERE table_name = $1 ORDER BY ordinal_position", [table])
+        return [(str(n), str(t)) for n, t in rows]
 
     # -- transaction metadata ---------------------------------------------
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:

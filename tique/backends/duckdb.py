@@ -46,6 +46,8 @@ def _open_file(url: str) -> Any:
 
 class DuckDBBackend(Backend):
     dialect = "duckdb"
+    creates_or_replaces_tables = True
+    tracks_view_dependencies = False  # views are bound when read
     missing_column = (re.compile(r'Referenced column "(?P<column>[^"]+)" not found'),
                       re.compile(r'(?:Table|Values list) "(?P<qualifier>[^"]+)" does not have a column named "(?P<column>[^"]+)"'))
     missing_table = (re.compile(r"Table with name (?P<table>\S+) does not exist"),)
@@ -62,6 +64,39 @@ class DuckDBBackend(Backend):
         # A parse tree holds no values, data or catalog state (binding happens per call,
         # on a copy of the tree), so one is reused by every connection of the database.
         self._parsed = PlanCache()
+        # The catalog version in process memory (one process opens a DuckDB file), so a
+        # begin reads it for free; bumped once a schema change has committed.
+        self._catalog_version = 0
+
+    def begin(self, raw: Session) -> tuple[int, int, int]:
+        txid, sts = self.oracle.begin(raw)
+        return txid, sts, self._catalog_version
+
+    def catalog_version(self, raw: Session) -> int:
+        return self._catalog_version
+
+    def bump_catalog_version(self, raw: Session) -> None:
+        pass  # bumped in memory once committed (catalog_committed)
+
+    def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """On a connection of its own: an open transaction reads the snapshot it began with."""
+        side = Session(self._base.cursor(), counters=raw.counters)
+        try:
+            return self.rows(side, sql, params)
+        finally:
+            side.conn.close()
+
+    def catalog_committing(self) -> None:
+        """Bumped before the engine commit too: a transaction may begin after the commit
+        is published (its snapshot holding the rows written with the schema change) and
+        before catalog_committed runs. One that begins before the commit and reloads
+        then reads the old catalog, at an older snapshot; the bump after the commit makes
+        its next transaction reload again."""
+        self.catalog_committed()
+
+    def catalog_committed(self) -> None:
+        with self.setup_lock:
+            self._catalog_version += 1
 
     def open(self) -> Session:
         return Session(self._base.cursor())

@@ -462,6 +462,31 @@ class MonetDBBackend(Backend):
             pass  # the server already ended it (an error aborts a MonetDB transaction)
         raw.prepared.clear()  # a failed statement dropped them on the server
 
+    def begin(self, raw: Session) -> tuple[int, int, int]:
+        return self.oracle.begin_with(raw, self.CATALOG_VERSION_SQL)
+
+    def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """On the session's second connection (autocommit): an open transaction reads the
+        snapshot it began with."""
+        if not raw.in_transaction:
+            return self.rows(raw, sql, params)
+        if raw.analytic is None:
+            raw.analytic = self.open(raw.counters)
+        return self.rows(raw.analytic, sql, params)
+
+    def schema_change_began(self, raw: Session) -> None:
+        raw.schema_change = True  # statements run as text until the engine transaction ends (see atomic)
+
+    def schema_change_ended(self, raw: Session) -> None:
+        raw.schema_change = False
+        self._forget_prepared(raw)
+
+    def query_columns(self, raw: Session, table: str) -> list[tuple[str, str]]:
+        rows = self.rows(raw, "SELECT c.name, c.type, c.type_digits, c.type_scale FROM sys.columns AS c "
+                              "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
+                              "WHERE t.name = $1 AND s.name = current_schema ORDER BY c.number", [table])
+        return [(str(name), _monetdb_type(str(kind), int(digits), int(scale))) for name, kind, digits, scale in rows]
+
     @contextlib.contextmanager
     def atomic(self, raw: Session) -> Iterator[None]:
         """Schema changes: statements run as text, never EXEC, since a committed schema
@@ -740,6 +765,20 @@ def _format_markers(marked: str) -> Compiled:
         return "%s"
 
     return Compiled(FormatSQL(MARKED.sub(marker, marked.replace("%", "%%"))), tuple(names))
+
+
+def _monetdb_type(kind: str, digits: int, scale: int) -> str:
+    """A column's SQL type from sys.columns (type, type_digits, type_scale)."""
+    if kind in ("varchar", "char") and digits > 0:
+        return f"{kind.upper()}({digits})"
+    if kind == "decimal":
+        return f"DECIMAL({digits}, {scale})"
+    if kind == "clob":
+        return "CLOB"
+    if kind in ("timestamp", "time", "timestamptz", "timetz", "sec_interval", "month_interval", "day_interval"):
+        return {"timestamptz": "TIMESTAMP WITH TIME ZONE", "timetz": "TIME WITH TIME ZONE", "sec_interval": "INTERVAL SECOND",
+                "month_interval": "INTERVAL MONTH", "day_interval": "INTERVAL DAY"}.get(kind, kind.upper())
+    return {"int": "INTEGER", "double": "DOUBLE", "real": "REAL", "boolean": "BOOLEAN"}.get(kind, kind.upper())
 
 
 def _split(script: str) -> list[str]:

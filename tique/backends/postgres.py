@@ -131,6 +131,22 @@ class PostgresBackend(Backend):
             self.execute(raw, f"SET LOCAL lock_timeout = {DDL_LOCK_TIMEOUT_MS}", [])
             yield
 
+    CATALOG_VERSION_SQL = "SELECT version FROM tq_catalog WHERE id = 1"
+
+    def begin(self, raw: Session) -> tuple[int, int, int]:
+        """The version is read after the start timestamp is taken (see tq_catalog_version)."""
+        return self.oracle.begin_with(raw, "tq_catalog_version()")
+
+    def schema_change_began(self, raw: Session) -> None:
+        """As in atomic(): the schema change waits for other transactions' locks a bounded time."""
+        self.execute(raw, f"SET LOCAL lock_timeout = {DDL_LOCK_TIMEOUT_MS}", [])
+
+    def query_columns(self, raw: Session, table: str) -> list[tuple[str, str]]:
+        rows = self.rows(raw, "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                              "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                         [exp.to_identifier(table, quoted=True).sql("postgres")])
+        return [(str(n), str(t)) for n, t in rows]
+
     def begin_engine(self, raw: Session) -> None:
         """The BEGIN travels with the transaction's first statement (see execute_all)."""
         raw.pending_begin = True

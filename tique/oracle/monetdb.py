@@ -42,18 +42,27 @@ class MonetDBOracle:
         return {_token(int(sid), login) for sid, login in self._rows(raw, "SELECT sessionid, login FROM sys.sessions", [])}
 
     def begin(self, raw: Any) -> tuple[int, int]:
+        txid, sts, _ = self.begin_with(raw, None)
+        return txid, sts
+
+    def begin_with(self, raw: Any, also: str | None) -> tuple[int, int, int]:
+        """begin() and the one value the query `also` selects, in the same statement. The
+        query reads the statement's snapshot, taken just before the oracle call: a schema
+        change whose commit is published in between (several round trips of its owner
+        within microseconds of this statement) would be missed until the next begin."""
+        call = _CALL if also is None else _CALL.replace(" FROM tq_oracle", f", ({also}) FROM tq_oracle")
         for attempt in range(3):
-            txid, sts, blocked_ms = self._one(raw, BEGIN, self._session_token(raw))
+            txid, sts, blocked_ms, *extra = (int(v) for v in self._rows(raw, call, [BEGIN, self._session_token(raw), 0])[0])
             if txid < 0:
                 self.recover(raw, force=False)  # the server restarted since the oracle was seeded
                 continue
             if blocked_ms < STALE_MS or attempt == 2:
-                return txid, sts
+                return txid, sts, (extra[0] if extra else 0)
             # The next commit has been pending a while: if its outcome is written (its
             # owner died after the commit marker), it is decided; publish it and start over.
             decided = self._rows(raw, "SELECT cts FROM tq_outcome WHERE cts > $1", [sts])
             if not decided:
-                return txid, sts
+                return txid, sts, (extra[0] if extra else 0)
             for (cts,) in decided:
                 self._one(raw, RESOLVE, int(cts))
             self.end(raw, txid)

@@ -14,6 +14,11 @@ class PostgresOracle:
         (row,) = self._run(raw, "SELECT o_txid, o_sts FROM tq_begin()", [])
         return int(row[0]), int(row[1])
 
+    def begin_with(self, raw: Any, also: str) -> tuple[int, int, int]:
+        """begin() and the value of the expression `also`, evaluated after tq_begin() in the same statement."""
+        (row,) = self._run(raw, f"SELECT o_txid, o_sts, ({also}) FROM tq_begin()", [])
+        return int(row[0]), int(row[1]), int(row[2])
+
     def end(self, raw: Any, txid: int) -> None:
         self._run(raw, "SELECT tq_end($1)", [txid])
 
