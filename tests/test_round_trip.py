@@ -71,10 +71,14 @@ def regenerate(sql: str, dialect: str) -> str | None:
         normalize_placeholders(tree)
         refuse_what_the_engine_rejects(tree, dialect, sql)
         refuse_unsupported_locks(tree, dialect, True, sql)
-        if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
-            # A tique table's definition is read, never regenerated: what it refuses
-            # (an identity column, a generated column without a type) never runs.
-            table_def_from_create(tree, dialect, sql)
+        if isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE":
+            # A tique table's definition is read, never regenerated: what the catalog
+            # refuses (an identity column, a generated column without a type) never runs,
+            # and of CREATE TABLE ... AS only the query is sent.
+            if not isinstance(tree.expression, exp.Query):
+                table_def_from_create(tree, dialect, sql)
+                return None
+            tree = tree.expression
     except (tique.Error, ValueError):
         return None
     compiled = compile_statement(tree, dialect, lambda n: exp.Placeholder(this=str(n)))
