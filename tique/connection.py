@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from sqlglot import exp
 
@@ -582,13 +582,18 @@ class Connection:
         except Exception:
             return False
 
-    def _execute_once(self, sql: str, params: tuple, batch: int = 0) -> tuple[Any, tuple | None, int]:
+    def _planned(self, sql: str, batch: int) -> Plan:
+        """The statement's plan; with `batch`, the many-row insert of that many rows."""
         plan = self._plan(sql)
         if batch:
             if not batch_rows(plan):  # another client redefined the table since executemany planned it
                 raise InterfaceError(describe(sql, "the table changed during executemany; run it again"))
             assert isinstance(plan, WritePlan)
             plan = batched(plan, batch)
+        return plan
+
+    def _execute_once(self, sql: str, params: tuple, batch: int = 0) -> tuple[Any, tuple | None, int]:
+        plan = self._planned(sql, batch)
         if isinstance(plan, ControlPlan):
             return self._control(plan), None, -1
         if isinstance(plan, (CreatePlan, DropPlan, ObjectPlan)):
@@ -604,17 +609,10 @@ class Connection:
         implicit = self._autocommit and self._txn is None
         txn = self._begin()
         if self._reloaded:  # planned against a catalog the transaction's begin found outdated
-            plan = self._plan(sql)
+            plan = self._planned(sql, batch)
             if isinstance(plan, NativePlan):  # its tables are no tique tables any more
-                try:
-                    outcome = self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
-                except BaseException:
-                    if implicit:
-                        self._abandon(txn)
-                    raise
-                if implicit:
-                    self.commit()
-                return outcome
+                native = plan
+                return self._statement_transaction(txn, implicit, lambda: self._run(sql, native.statement.sql, native.statement.values(params, {})))
         if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
         if self.priority and not implicit:
@@ -626,24 +624,13 @@ class Connection:
             else:
                 txn.statements.append((sql, params))
         txn.used = True
-        if txn.read_only and not isinstance(plan, ReadPlan):
-            if implicit:
-                self._abandon(txn)
-            verb = sql.split(None, 1)[0].upper() if sql.strip() else "a write"
-            raise errors.InternalError(describe(sql, f"cannot execute {verb} in a read-only transaction"))
+        return self._statement_transaction(txn, implicit, lambda: self._read_or_write(plan, params, txn, sql))
+
+    def _statement_transaction(self, txn: Transaction, implicit: bool, run: Callable[[], tuple[Any, tuple | None, int]]) -> tuple[Any, tuple | None, int]:
+        """Runs a statement of `txn`; an implicit (autocommit) transaction ends with it:
+        rolled back if it failed, committed if not."""
         try:
-            if isinstance(plan, LockingReadPlan):
-                for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
-                    self._write(lock, params, txn, sql)
-                plan = plan.read
-            if isinstance(plan, ReadPlan):
-                # A read that needs this transaction's uncommitted writes runs on the
-                # session holding them; others may run where analytics run best.
-                analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-                statement = self._read_statement(plan, txn)
-                outcome = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
-            else:
-                outcome = self._write(plan, params, txn, sql)
+            outcome = run()
         except BaseException:
             if implicit:
                 self._abandon(txn)
@@ -651,6 +638,23 @@ class Connection:
         if implicit:
             self.commit()
         return outcome
+
+    def _read_or_write(self, plan: Plan, params: tuple, txn: Transaction, sql: str) -> tuple[Any, tuple | None, int]:
+        if txn.read_only and not isinstance(plan, ReadPlan):
+            verb = sql.split(None, 1)[0].upper() if sql.strip() else "a write"
+            raise errors.InternalError(describe(sql, f"cannot execute {verb} in a read-only transaction"))
+        if isinstance(plan, LockingReadPlan):
+            for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
+                self._write(lock, params, txn, sql)
+            plan = plan.read
+        if isinstance(plan, ReadPlan):
+            # A read that needs this transaction's uncommitted writes runs on the
+            # session holding them; others may run where analytics run best.
+            analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
+            statement = self._read_statement(plan, txn)
+            return self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
+        assert isinstance(plan, WritePlan)
+        return self._write(plan, params, txn, sql)
 
     def _read_statement(self, plan: ReadPlan, txn: Transaction) -> Compiled:
         """The read's statement, reading the tables whose caches are known empty from
