@@ -371,4 +371,8 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulatio
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, lookup, formulation, key_hash)
     select = source.select(*[column(c, alias) for c in table.physical_columns], *_metadata("tq_seq_write", True))
+    if tree.args.get("using"):
+        # A target row that several USING rows match is deleted once, and counted once:
+        # one tombstone per target row (its key or hidden row id tells duplicates apart).
+        select = select.distinct()
     return WritePlan(table, (_cache_insert(table, select),), 0, False)
