@@ -440,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     ec.add_argument("--model", required=True)
     ec.add_argument("--report", metavar="JSON", help="write the full report here")
     ec.set_defaults(func=_elle_check)
+
+    from fuzz.cli import register as register_fuzz  # lazy: only building the parser imports it
+
+    register_fuzz(sub)
     return parser
 
 
