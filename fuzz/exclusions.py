@@ -33,6 +33,7 @@ class Features:
     update_from: bool = True
     delete_using: bool = True
     explicit_nulls_order: bool = True  # ORDER BY ... NULLS FIRST/LAST spelled out
+    unaliased_columns: bool = True  # output columns the engine names
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,25 @@ class Exclusion:
     rejects: Callable[[exp.Expression], bool] | None = None  # statements matching are regenerated
 
 
+def _unaliased_subquery_column(tree: exp.Expression) -> bool:
+    """A top-level output column without an alias whose expression holds a subquery."""
+    return isinstance(tree, exp.Select) and any(
+        not isinstance(item, exp.Alias) and item.find(exp.Select) is not None for item in tree.expressions)
+
+
 EXCLUSIONS: tuple[Exclusion, ...] = (
     Exclusion("update-from-multiplies-rows",
               "UPDATE ... FROM writes one new version per matching FROM row: a target row two FROM rows match is "
               "counted twice, and a table without a key gains copies of it (UPDATE t0 SET c0 = 1 FROM t0 AS s "
               "WHERE s.c0 = t0.c0 over two equal rows: 2 rows natively, 4 through tique, and 4 rows afterwards)",
               "being fixed", switch="update_from"),
+    Exclusion("unaliased-subquery-column-name",
+              "DuckDB names an unaliased output column after its expression's text, and where that expression "
+              "holds a subquery over a tique table the name tique's result carries spells out the whole snapshot "
+              "rewrite (SELECT (SELECT MAX(k) FROM t) FROM t: native column '(SELECT max(k) FROM t)', through "
+              "tique '(SELECT max(k) FROM ((SELECT s.k FROM t_storage AS s WHERE ...' ); PostgreSQL names it "
+              "after the function and is unaffected",
+              "open", rejects=_unaliased_subquery_column),
     Exclusion("explicit-nulls-order", "ORDER BY ... NULLS FIRST/LAST is lost when tique regenerates the statement",
               "being fixed", switch="explicit_nulls_order"),
 )

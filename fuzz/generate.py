@@ -439,6 +439,11 @@ class Generator:
                 query.set("limit", exp.Limit(expression=exp.Literal.number(rng.randint(0, 6))))
                 if rng.random() < 0.4:
                     query.set("offset", exp.Offset(expression=exp.Literal.number(rng.randint(0, 3))))
+        elif self.features.unaliased_columns and isinstance(query, exp.Select) and rng.random() < 0.5:
+            # the engine names these columns itself (after the expression's text, or its
+            # function), and tique must leave those names as they are
+            query.set("expressions", [item.this if isinstance(item, exp.Alias) and rng.random() < 0.5 else item
+                                      for item in query.expressions])
         return Statement(query, ordered=ordered)
 
     def tlp_query(self) -> Statement:

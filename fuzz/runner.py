@@ -333,6 +333,7 @@ class EngineSummary:
     refused: int = 0
     undefined: int = 0
     refusal_reasons: dict[str, int] = field(default_factory=dict)
+    slowest_case: tuple[float, int] = (0.0, 0)  # seconds, seed
     failures: list[tuple[Case, Difference]] = field(default_factory=list)
 
     @property
@@ -365,7 +366,9 @@ def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None
         seed = config.seed * 1_000_003 + case_number
         case_number += 1
         case = random_case(seed, config.statements_per_case, config.schema_options, include_excluded=config.include_excluded)
+        case_started = time.monotonic()
         report, ran = run_case(env, case)
+        summary.slowest_case = max(summary.slowest_case, (time.monotonic() - case_started, seed))
         summary.cases += 1
         summary.statements += report.statements
         summary.compared += report.compared
