@@ -6,6 +6,7 @@ shrunk reproduction; exits 1 on any wrong result."""
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import sys
 from typing import Any
@@ -39,6 +40,9 @@ def run_command(args: argparse.Namespace) -> int:
     from fuzz.schema import SchemaOptions
     from fuzz.shrink import reproduction
 
+    # psycopg logs each pipeline it closes after a failed statement; the comparison already
+    # counts that failure, so the line is noise here
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     engines = args.engines or ["duckdb", "postgres"] + (["monetdb"] if shutil.which("mserver5") else [])
     options = SchemaOptions(collations=args.collations, check_constraints=args.constraints, unique_constraints=args.constraints)
     seconds = args.minutes * 60 / len(engines)

@@ -21,7 +21,7 @@ from sqlhelp import rows, run
 
 # Statements per engine in the default suite: a minute or so in all on a loaded 2-core
 # machine (tique on PostgreSQL costs several engine round trips per write).
-STATEMENTS = {"duckdb": 300, "postgres": 40, "monetdb": 40}
+STATEMENTS = {"duckdb": 200, "postgres": 60, "monetdb": 60}
 
 
 @pytest.fixture
