@@ -18,6 +18,11 @@ TYPES: dict[str, str] = {
     "VARCHAR": "str", "BOOLEAN": "bool", "DATE": "date",
 }
 FAMILIES = ("num", "str", "bool", "date")
+# A collation per engine, by what it does: names differ between engines.
+COLLATIONS: dict[str, dict[str, str]] = {
+    "binary": {"duckdb": "binary", "postgres": "C", "monetdb": "binary"},
+    "nocase": {"duckdb": "nocase", "postgres": "C", "monetdb": "binary"},
+}
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ def random_schema(rng: random.Random, options: SchemaOptions = SchemaOptions()) 
             default = random_value(rng, type_, nulls=False) if rng.random() < 0.2 else None
             collation = None
             if options.collations and TYPES[type_] == "str" and rng.random() < 0.3:
-                collation = rng.choice(["C", "POSIX"])
+                collation = rng.choice(list(COLLATIONS))
             columns.append(Column(f"c{c}", type_, not_null, default, collation))
         key: tuple[str, ...] = ()
         keyable = [c.name for c in columns if c.family != "bool" and c.type != "DOUBLE"]
@@ -142,12 +147,8 @@ def random_schema(rng: random.Random, options: SchemaOptions = SchemaOptions()) 
     return Schema(tuple(tables))
 
 
-def _data_type(type_: str, dialect: str) -> exp.DataType:
-    return exp.DataType.build(type_, dialect="duckdb")
-
-
-def create_table(table: Table) -> exp.Create:
-    """CREATE TABLE as a sqlglot tree; rendered per dialect by the caller."""
+def create_table(table: Table, engine: str = "duckdb") -> exp.Create:
+    """CREATE TABLE as a sqlglot tree for `engine` (collation names differ); rendered by the caller."""
     defs: list[exp.Expression] = []
     for c in table.columns:
         constraints = []
@@ -156,7 +157,8 @@ def create_table(table: Table) -> exp.Create:
         if c.default is not None:
             constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=literal(c.default))))
         if c.collation:
-            constraints.append(exp.ColumnConstraint(kind=exp.CollateColumnConstraint(this=exp.to_identifier(c.collation, quoted=True))))
+            name = COLLATIONS[c.collation][engine]
+            constraints.append(exp.ColumnConstraint(kind=exp.CollateColumnConstraint(this=exp.to_identifier(name, quoted=True))))
         defs.append(exp.ColumnDef(this=exp.to_identifier(c.name), kind=exp.DataType.build(c.type, dialect="duckdb"),
                                   constraints=constraints))
     if table.key:

@@ -177,7 +177,7 @@ def script(case: Case, engine: str, *, transaction: bool = False) -> str:
 
     lines = []
     for table in case.schema.tables:
-        lines.append(inline(create_table(table)) + ";")
+        lines.append(inline(create_table(table, engine)) + ";")
         rows = case.rows[table.name]
         if rows:
             values = exp.Values(expressions=[exp.Tuple(expressions=[literal(v) for v in row]) for row in rows])
@@ -185,6 +185,9 @@ def script(case: Case, engine: str, *, transaction: bool = False) -> str:
     if transaction:
         lines.append("BEGIN;")
     for i, statement in enumerate(case.statements):
+        sql, params = statement.sql(engine)
+        if params:  # what ran: literals stand in for the parameters below, which may matter
+            lines.append(f"-- as run: {sql}  -- parameters {params!r}")
         lines.append(inline(statement.tree) + ";")
         if statement.partitioned is not None:
             lines.append("-- partitioned by TLP, must return the same rows:")
