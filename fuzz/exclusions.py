@@ -29,6 +29,7 @@ class Features:
     ctes: bool = True
     params: bool = True
     tlp: bool = True
+    norec: bool = True
     insert_select: bool = True
     update_from: bool = True
     delete_using: bool = True

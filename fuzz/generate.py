@@ -490,6 +490,27 @@ class Generator:
             combined.set("with_", exp.With(expressions=[c.copy() for c in ctes]))
         return Statement(base, partitioned=combined)
 
+    def norec_query(self) -> Statement:
+        """NoREC: COUNT(*) under WHERE p equals the count of rows p holds for, computed
+        without a WHERE the optimizer could use (SUM of CASE WHEN p THEN 1 ELSE 0 END)."""
+        from_, joins, scope, ctes = self.from_clause(1, [])
+        predicate = self.predicate(scope, 2)
+        name = self._alias("o")
+        filtered = exp.Select(expressions=[exp.alias_(exp.Count(this=exp.Star()), name)])
+        unfiltered = exp.Select(expressions=[exp.alias_(exp.Sum(this=exp.Case(
+            ifs=[exp.If(this=paren(predicate.copy()), true=exp.Literal.number(1))], default=exp.Literal.number(0))), name)])
+        for query in (filtered, unfiltered):
+            query.set("from_", from_.copy())
+            if joins:
+                query.set("joins", [j.copy() for j in joins])
+            if ctes:
+                query.set("with_", exp.With(expressions=[c.copy() for c in ctes]))
+        filtered.set("where", exp.Where(this=predicate))
+        # SUM over no rows is NULL where COUNT is 0
+        unfiltered.set("expressions", [exp.alias_(exp.Coalesce(this=unfiltered.expressions[0].this,
+                                                               expressions=[exp.Literal.number(0)]), name)])
+        return Statement(filtered, partitioned=unfiltered)
+
     # -- writes -------------------------------------------------------------------------------
 
     def _target(self) -> tuple[Table, Source]:
@@ -575,8 +596,10 @@ class Generator:
         roll = self.rng.random()
         if roll < 0.45:
             return self.query()
-        if roll < 0.6 and self.features.tlp:
+        if roll < 0.56 and self.features.tlp:
             return self.tlp_query()
+        if roll < 0.6 and self.features.norec:
+            return self.norec_query()
         if roll < 0.75:
             return self.insert()
         if roll < 0.9:
