@@ -98,11 +98,9 @@ class Generator:
         alias, name = self.rng.choice(found)
         return exp.column(name, table=alias)
 
-    def expr(self, family: str, scope: Sequence[Source], depth: int = 2, *, aggregate: bool = False) -> exp.Expression:
-        """An expression of `family`; `aggregate`: over grouped rows, so columns only inside aggregates."""
+    def expr(self, family: str, scope: Sequence[Source], depth: int = 2) -> exp.Expression:
+        """An expression of `family` over the columns in scope."""
         rng = self.rng
-        if aggregate:
-            return self.aggregate(family, scope)
         if depth <= 0 or rng.random() < 0.35:
             col = self.column(scope, family)
             if col is not None and rng.random() < 0.8:

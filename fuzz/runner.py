@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from sqlglot import exp
 
@@ -27,7 +27,7 @@ from fuzz.compare import same_outcome, same_rows, same_tables
 from fuzz.engines import Environment, Native, Outcome, render, run_tique
 from fuzz.exclusions import Features, default_features, rejected
 from fuzz.generate import Generator, Statement
-from fuzz.schema import Schema, SchemaOptions, Table, create_table, literal, random_schema, random_value
+from fuzz.schema import Schema, SchemaOptions, Table, create_table, random_schema, random_value
 
 
 @dataclass
@@ -140,7 +140,7 @@ def _tables_tique(conn: tique.Connection, schema: Schema, engine: str) -> dict[s
     return {t.name: run_tique(conn, f"SELECT * FROM {t.name}", ()) for t in schema.tables}
 
 
-def _load_native(native: Native, case: Case, engine: str, shuffle: random.Random | None) -> None:
+def load_native(native: Native, case: Case, engine: str, shuffle: random.Random | None) -> None:
     for table in case.schema.tables:
         outcome = native.execute(*render(create_table(table, engine), engine), write=True)
         if outcome.kind == "error":
@@ -187,8 +187,8 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
     engine = env.engine
     first, second = env.native(), env.native()
     try:
-        _load_native(first, case, engine, None)
-        _load_native(second, case, engine, random.Random(case.seed))
+        load_native(first, case, engine, None)
+        load_native(second, case, engine, random.Random(case.seed))
         initial = _tables_native(first, case.schema, engine)
         expected: list[Expected | None] = []
         undefined = 0

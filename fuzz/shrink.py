@@ -13,7 +13,6 @@ from typing import Callable, Iterator
 from sqlglot import exp
 
 from fuzz.engines import Environment, render
-from fuzz.generate import Statement
 from fuzz.runner import Case, Difference, run_case
 from fuzz.schema import Schema, create_table, literal
 

@@ -10,11 +10,11 @@ import pytest
 from sqlglot import exp
 
 import tique
-from fuzz.compare import same_outcome, same_rows
-from fuzz.engines import Environment, Native, NativeDuckDB, NativePostgres, Outcome, render
+from fuzz.compare import same_rows
+from fuzz.engines import Environment, Native, NativeDuckDB, NativePostgres, render
 from fuzz.exclusions import default_features
 from fuzz.generate import Generator, Statement
-from fuzz.runner import Case, Config, _load_native, fuzz_engine, random_case
+from fuzz.runner import Case, Config, load_native, fuzz_engine, random_case
 from fuzz.schema import Column, Schema, Table
 from fuzz.shrink import reproduction, script, shrink
 from sqlhelp import rows, run
@@ -60,7 +60,7 @@ def test_tlp_partitioning_holds_natively(native_engine: str, request: pytest.Fix
         generator = Generator(random.Random(seed), case.schema, default_features())
         native = _native(native_engine, request)
         try:
-            _load_native(native, case, native_engine, None)
+            load_native(native, case, native_engine, None)
             for i in range(15):
                 statement = generator.tlp_query() if i % 3 else generator.norec_query()
                 whole = native.execute(*render(statement.tree, native_engine), write=False)
@@ -96,8 +96,8 @@ def test_shrinker_reduces_a_genuine_engine_disagreement(request: pytest.FixtureR
         duck = NativeDuckDB()
         pg = NativePostgres(cluster.create_database(f"shrink_{random.getrandbits(40):x}"))
         try:
-            _load_native(duck, candidate, "duckdb", None)
-            _load_native(pg, candidate, "postgres", None)
+            load_native(duck, candidate, "duckdb", None)
+            load_native(pg, candidate, "postgres", None)
             for statement in candidate.statements:
                 a = duck.execute(*render(statement.tree, "duckdb"), write=False)
                 b = pg.execute(*render(statement.tree, "postgres"), write=False)
