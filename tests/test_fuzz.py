@@ -148,3 +148,15 @@ def test_statements_after_a_failed_pipeline_still_run(connect: Any) -> None:
         with pytest.raises(tique.Error):
             rows(conn, "SELECT x.a FROM t AS x CROSS JOIN t AS y INTERSECT ALL WITH w AS (SELECT 1 AS a) SELECT w.a FROM w")
         assert rows(conn, "SELECT SUM(x.a) FROM t AS x JOIN t AS y ON x.a = y.b") == [(3,)]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "postgres"])
+def test_a_parameter_before_a_trailing_empty_string_literal(connect: Any) -> None:
+    """sqlglot's tokenizer failed on a statement with a marker that ends in '' (fuzzer
+    reproduction: UPDATE ... WHERE t0.c1 BETWEEN ? AND '' was refused as a syntax error)."""
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE t0 (c0 VARCHAR, c1 VARCHAR)")
+    run(conn, "INSERT INTO t0 VALUES ('a', ''), ('b', 'x')")
+    assert rows(conn, "SELECT c0 FROM t0 WHERE t0.c1 BETWEEN ? AND ''", ("",)) == [("a",)]
+    assert rows(conn, "SELECT ?, ''", ("p",)) == [("p", "")]
+    assert run(conn, "UPDATE t0 SET c0 = ? WHERE c1 = ''", ("z",)) == 1
