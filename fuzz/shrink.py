@@ -107,7 +107,8 @@ def _simpler_trees(tree: exp.Expression) -> Iterator[exp.Expression]:
     count = len(list(tree.walk()))
     for position in range(count):
         original = list(tree.walk())[position]
-        for replacement in _simpler_nodes(original):
+        assignment = isinstance(original.parent, exp.Update) and original.arg_key == "expressions"
+        for replacement in [] if assignment else _simpler_nodes(original):
             candidate = tree.copy()
             target = list(candidate.walk())[position]
             if target is candidate:
@@ -120,8 +121,9 @@ def _simpler_trees(tree: exp.Expression) -> Iterator[exp.Expression]:
             else:
                 target.replace(replacement.copy())
             yield candidate
-        # a projection list loses an item (set operations reject it on their own)
-        if isinstance(original, exp.Select) and len(original.expressions) > 1:
+        # a projection list, an UPDATE's SET list or a VALUES list loses an item (a set
+        # operation or an INSERT's column list rejects what no longer fits, by failing)
+        if isinstance(original, (exp.Select, exp.Update, exp.Values)) and len(original.expressions) > 1:
             for i in range(len(original.expressions)):
                 candidate = tree.copy()
                 target = list(candidate.walk())[position]
