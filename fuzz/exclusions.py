@@ -33,7 +33,7 @@ class Features:
     insert_select: bool = True
     update_from: bool = True
     delete_using: bool = True
-    explicit_nulls_order: bool = True  # ORDER BY ... NULLS FIRST/LAST spelled out
+    explicit_nulls_order: bool = True  # ORDER BY ... NULLS FIRST/LAST spelled out (in windows too)
     unaliased_columns: bool = True  # output columns the engine names
 
 
@@ -73,8 +73,6 @@ EXCLUSIONS: tuple[Exclusion, ...] = (
               "FROM t is named '((x IN (NULL, $1, NULL)) IS NULL)' natively, '((x IN (NULL, $4, NULL)) IS NULL)' "
               "through tique; PostgreSQL names it ?column? and is unaffected",
               "open", rejects=_unaliased_column_holding(exp.Placeholder)),
-    Exclusion("explicit-nulls-order", "ORDER BY ... NULLS FIRST/LAST is lost when tique regenerates the statement",
-              "being fixed", switch="explicit_nulls_order"),
 )
 
 

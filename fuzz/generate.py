@@ -269,7 +269,11 @@ class Generator:
         for _ in range(rng.randint(0 if family != "rank" else 1, 2)):
             col = self.column(scope, rng.choice(["num", "str", "date"]))
             if col is not None:
-                order.append(exp.Ordered(this=col, desc=rng.random() < 0.3))
+                ordered = exp.Ordered(this=col, desc=rng.random() < 0.3)
+                if self.features.explicit_nulls_order and rng.random() < 0.3:
+                    ordered.meta["explicit_nulls"] = True
+                    ordered.set("nulls_first", rng.random() < 0.5)
+                order.append(ordered)
         if family == "num":
             kinds = ["sum", "count", "rank", "dense_rank", "min"]
             if self.features.order_dependent_windows:
@@ -425,7 +429,7 @@ class Generator:
                 keys = names[:]  # every output column: a total order on distinct rows
                 rng.shuffle(keys)
             order = [exp.Ordered(this=exp.column(k), desc=rng.random() < 0.4) for k in keys]
-            if self.features.explicit_nulls_order:
+            if self.features.explicit_nulls_order and rng.random() < 0.4:
                 for o in order:
                     o.meta["explicit_nulls"] = True
                     o.set("nulls_first", rng.random() < 0.5)
