@@ -40,6 +40,7 @@ PARTS: tuple[Part, ...] = (
     Part("bench.cli", {"demo": "concurrent bank transfers: tique vs native DuckDB, side by side",
                        "bench": "benchmarks: tique against native engines, printed side by side"}, "bench"),
     Part("elle.cli", {"elle": "Elle consistency checks: list-append histories, run and checked"}, "bench"),
+    Part("fuzz.cli", {"fuzz": "differential fuzzing: random schemas, data and statements, natively and through tique"}, "all"),
 )
 ENTRY_POINTS = "tique.commands"
 

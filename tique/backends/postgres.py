@@ -27,6 +27,20 @@ _TYPE_NAMES = {
 }
 
 
+def _forget_prepared(conn: psycopg.Connection) -> None:
+    """After a pipeline failed: psycopg counts a statement as prepared once it has queued its
+    Parse, but the server skips everything after a failure in a pipeline, so psycopg may now
+    believe in a prepared statement the server never made; the next run of that text would
+    fail with 'prepared statement "_pg3_N" does not exist'. So psycopg forgets what it
+    prepared (and deallocates it all at its next statement). psycopg forgets on its own when
+    it sees ROLLBACK or DEALLOCATE ALL, but only while it still counts those texts towards
+    preparing them, not once they are prepared themselves, so this uses its prepare manager.
+    """
+    manager = getattr(conn, "_prepared", None)
+    if manager is not None and hasattr(manager, "clear"):
+        manager.clear()
+
+
 class PostgresBackend(Backend):
     dialect = "postgres"
     lateral_point_reads = True
@@ -86,17 +100,21 @@ class PostgresBackend(Backend):
         conn = raw.conn
         cursors = []
         with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit):
-            with conn.pipeline():
-                if raw.pending_begin:
-                    raw.pending_begin = False
-                    conn.execute("BEGIN")
-                for sql, params in statements:
-                    cur = conn.cursor()
-                    cur.execute(sql, list(params))
-                    cursors.append(cur)
-                if commit:
-                    raw.in_transaction = False
-                    conn.execute("COMMIT")
+            try:
+                with conn.pipeline():
+                    if raw.pending_begin:
+                        raw.pending_begin = False
+                        conn.execute("BEGIN")
+                    for sql, params in statements:
+                        cur = conn.cursor()
+                        cur.execute(sql, list(params))
+                        cursors.append(cur)
+                    if commit:
+                        raw.in_transaction = False
+                        conn.execute("COMMIT")
+            except psycopg.Error:
+                _forget_prepared(conn)
+                raise
         return cursors
 
     def affected(self, cursor: Any) -> int:

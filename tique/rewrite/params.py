@@ -140,6 +140,11 @@ def mark_parameters(sql: str) -> Marked:
         length += len(spelled)
         last = end
     pieces.append(sql[last:])
+    if edits and not sql[-1:].isspace():
+        # sqlglot's tokenizer fails on a text holding a `$n` marker that ends in an empty
+        # string literal (`... = $1 OR c = ''`: "Error tokenizing"); a trailing line break,
+        # which means nothing to SQL, keeps it reading such a statement
+        pieces.append("\n")
     return Marked("".join(pieces), sql, tuple(edits))
 
 

@@ -1,0 +1,413 @@
+"""A case (schema, rows, statements) run natively and through tique, and the fuzzing loop.
+
+Per case and engine:
+1. natively, twice: on the rows as given (the reference) and on the same rows stored in
+   another order. Each statement runs in its own native transaction on both; where the two
+   disagree (rows, row count, error, or the tables afterwards) the statement's result
+   depends on something SQL leaves undefined, and it is undone on both and skipped.
+2. through tique in autocommit: every kept statement, compared with the reference
+   (rows, row counts, errors, and all tables after each write). A TLP statement also runs
+   partitioned, and must give the unpartitioned query's rows.
+3. through tique in transactions: the kept statements that succeeded natively, grouped
+   into transactions that commit at the case's commit points; tables compared at each.
+A tique NotSupportedError is a refusal, counted; a refused write is dropped from the case
+and the case re-run, so the reference never holds a write tique did not make.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from sqlglot import exp
+
+import tique
+from fuzz.compare import same_outcome, same_rows, same_tables
+from fuzz.engines import Environment, Native, Outcome, render, run_tique
+from fuzz.exclusions import Features, default_features, rejected
+from fuzz.generate import Generator, Statement
+from fuzz.schema import Schema, SchemaOptions, Table, create_table, random_schema, random_value
+
+
+@dataclass
+class Case:
+    schema: Schema
+    rows: dict[str, list[tuple]]
+    statements: list[Statement]
+    commit_after: frozenset[int] = frozenset()  # transaction pass: commit after these statement indexes
+    seed: int = 0
+
+    def copy(self) -> "Case":
+        return Case(self.schema, {t: list(r) for t, r in self.rows.items()}, [s.copy() for s in self.statements],
+                    self.commit_after, self.seed)
+
+
+@dataclass
+class Difference:
+    engine: str
+    mode: str  # "autocommit" | "transaction" | "tlp"
+    index: int  # statement index in the case
+    what: str  # "result" | "tables" | "error"
+    sql: str
+    params: tuple
+    expected: str
+    got: str
+
+    @property
+    def signature(self) -> tuple[str, str, str]:
+        return (self.engine, self.mode, self.what)
+
+
+@dataclass
+class CaseReport:
+    compared: int = 0  # statements compared through tique, both modes
+    refused: int = 0
+    undefined: int = 0  # skipped: the two native runs disagreed
+    statements: int = 0
+    refusals: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+
+# -- random cases ------------------------------------------------------------------------------
+
+def random_rows(rng: random.Random, table: Table) -> list[tuple]:
+    """0..8 rows: NULLs, duplicates (exact ones where no key forbids them), negatives, ''."""
+    rows: list[tuple] = []
+    keys: set[tuple] = set()
+    for _ in range(rng.randint(0, 8)):
+        if rows and not table.key and not table.uniques and rng.random() < 0.15:
+            rows.append(rng.choice(rows))
+            continue
+        row = tuple(random_value(rng, c.type, nulls=not (c.not_null or c.name in table.key)) for c in table.columns)
+        names = [c.name for c in table.columns]
+        if table.key:
+            key = tuple(row[names.index(k)] for k in table.key)
+            if key in keys:
+                continue
+            keys.add(key)
+        def folded(value: Any) -> Any:  # a case-insensitive collation makes 'B' and 'b' one value
+            return value.lower() if isinstance(value, str) else value
+
+        if any(row[names.index(u[0])] is not None
+               and folded(row[names.index(u[0])]) in [folded(r[names.index(u[0])]) for r in rows]
+               for u in table.uniques):
+            continue
+        if not all(_satisfies(check, dict(zip(names, row))) for check in table.checks):
+            continue
+        rows.append(row)
+    return rows
+
+
+def _satisfies(check: exp.Expression, row: dict[str, Any]) -> bool:
+    """The generated CHECKs are `column > constant`; NULL satisfies a CHECK."""
+    assert isinstance(check, exp.GT)
+    value = row[check.this.name]
+    bound = check.expression
+    limit = -float(bound.this.this) if isinstance(bound, exp.Neg) else float(bound.this)
+    return value is None or float(value) > limit
+
+
+def random_case(seed: int, statements: int, options: SchemaOptions = SchemaOptions(),
+                features: Features | None = None, include_excluded: bool = False) -> Case:
+    rng = random.Random(seed)
+    schema = random_schema(rng, options)
+    rows = {t.name: random_rows(rng, t) for t in schema.tables}
+    generator = Generator(rng, schema, features or default_features(include_excluded=include_excluded))
+    made: list[Statement] = []
+    while len(made) < statements:
+        statement = generator.statement()
+        if rejected(statement.tree, include_excluded=include_excluded) is None:
+            made.append(statement)
+    commit_after = frozenset(i for i in range(statements) if rng.random() < 0.25)
+    return Case(schema, rows, made, commit_after, seed)
+
+
+# -- running one case ----------------------------------------------------------------------------
+
+def insert_rows(table: Table, rows: list[tuple]) -> exp.Insert:
+    from fuzz.generate import param
+
+    return exp.Insert(this=exp.Schema(this=exp.to_table(table.name), expressions=[exp.to_identifier(c.name) for c in table.columns]),
+                      expression=exp.Values(expressions=[exp.Tuple(expressions=[param(v) for v in row]) for row in rows]))
+
+
+def _tables_native(native: Native, schema: Schema, engine: str) -> dict[str, Outcome]:
+    return {t.name: native.execute(f"SELECT * FROM {t.name}", (), write=False) for t in schema.tables}
+
+
+def _tables_tique(conn: tique.Connection, schema: Schema, engine: str) -> dict[str, Outcome]:
+    return {t.name: run_tique(conn, f"SELECT * FROM {t.name}", ()) for t in schema.tables}
+
+
+def load_native(native: Native, case: Case, engine: str, shuffle: random.Random | None) -> None:
+    for table in case.schema.tables:
+        outcome = native.execute(*render(create_table(table, engine), engine), write=True)
+        if outcome.kind == "error":
+            raise RuntimeError(f"native CREATE TABLE failed: {outcome.error}")
+        rows = list(case.rows[table.name])
+        if shuffle is not None:
+            rows.reverse()
+            shuffle.shuffle(rows)
+        if rows:
+            outcome = native.execute(*render(insert_rows(table, rows), engine), write=True)
+            if outcome.kind == "error":
+                raise RuntimeError(f"native INSERT of the case's rows failed: {outcome.error}")
+
+
+def _open_tique(env: Environment, case: Case) -> tuple[str, tique.Connection]:
+    url = env.tique_url()
+    conn = tique.connect(url, autocommit=True)
+    try:
+        for table in case.schema.tables:
+            conn.cursor().execute(*render(create_table(table, env.engine), env.engine))
+        conn.autocommit = False
+        for table in case.schema.tables:
+            if case.rows[table.name]:
+                conn.cursor().execute(*render(insert_rows(table, case.rows[table.name]), env.engine))
+        conn.commit()
+    except BaseException:
+        conn.close()
+        env.release(url)
+        raise
+    return url, conn
+
+
+@dataclass
+class Expected:
+    sql: str
+    params: tuple
+    outcome: Outcome
+    tables: dict[str, Outcome] | None  # after a successful write
+
+
+def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], dict[str, Outcome], int]:
+    """The reference outcome of every statement (None where undefined), the tables as
+    loaded, and how many statements were undefined."""
+    engine = env.engine
+    first, second = env.native(), env.native()
+    try:
+        load_native(first, case, engine, None)
+        load_native(second, case, engine, random.Random(case.seed))
+        initial = _tables_native(first, case.schema, engine)
+        expected: list[Expected | None] = []
+        undefined = 0
+        for statement in case.statements:
+            sql, params = statement.sql(engine)
+            first.begin()
+            second.begin()
+            a = first.execute(sql, params, write=statement.is_write)
+            b = second.execute(sql, params, write=statement.is_write)
+            defined = same_outcome(a, b, ordered=statement.ordered)
+            tables = None
+            if defined and statement.is_write and a.kind == "count":
+                tables = _tables_native(first, case.schema, engine)
+                defined = same_tables(tables, _tables_native(second, case.schema, engine))
+            if defined and statement.partitioned is not None and a.kind == "rows":
+                # the engine itself must agree with the partitioning, or the predicate is
+                # not a function of the row (nothing generated is, but say so if it happens)
+                p = first.execute(*statement.sql(engine, partitioned=True), write=False)
+                defined = p.kind == "rows" and same_rows(a.rows, p.rows, typed=False)
+            if defined and a.kind != "error":
+                first.commit()
+                second.commit()
+            else:
+                first.rollback()
+                second.rollback()
+            if not defined:
+                undefined += 1
+            expected.append(Expected(sql, params, a, tables) if defined else None)
+        return expected, initial, undefined
+    finally:
+        first.close()
+        second.close()
+
+
+def _compare(engine: str, mode: str, index: int, want: Expected, got: Outcome, statement: Statement) -> Difference | None:
+    if same_outcome(want.outcome, got, ordered=statement.ordered):
+        return None
+    what = "error" if "error" in (want.outcome.kind, got.kind) else "result"
+    return Difference(engine, mode, index, what, want.sql, want.params, want.outcome.brief(), got.brief())
+
+
+def _compare_tables(engine: str, mode: str, index: int, want: dict[str, Outcome], got: dict[str, Outcome],
+                    sql: str, params: tuple) -> Difference | None:
+    if same_tables(want, got):
+        return None
+    bad = [t for t in want if not same_outcome(want[t], got.get(t, Outcome("error")))]
+    return Difference(engine, mode, index, "tables", sql, params,
+                      "; ".join(f"{t}: {want[t].brief()}" for t in bad), "; ".join(f"{t}: {got[t].brief()}" for t in bad))
+
+
+def autocommit_pass(env: Environment, case: Case, expected: list[Expected | None], report: CaseReport) -> int | None:
+    """Returns the index of a refused write (the case must be re-run without it), else None."""
+    url, conn = _open_tique(env, case)
+    try:
+        conn.autocommit = True
+        for i, (statement, want) in enumerate(zip(case.statements, expected)):
+            if want is None:
+                continue
+            got = run_tique(conn, want.sql, want.params)
+            if got.kind == "refused":
+                if statement.is_write:
+                    return i
+                report.refused += 1
+                report.refusals.append(got.error)
+                continue
+            report.compared += 1
+            difference = _compare(env.engine, "autocommit", i, want, got, statement)
+            if difference is None and statement.partitioned is not None and want.outcome.kind == "rows":
+                sql, params = statement.sql(env.engine, partitioned=True)
+                tlp = run_tique(conn, sql, params)
+                if tlp.kind != "refused" and not (tlp.kind == "rows" and same_rows(want.outcome.rows, tlp.rows, typed=False)):
+                    difference = Difference(env.engine, "tlp", i, "result", sql, params, want.outcome.brief(), tlp.brief())
+            if difference is None and want.tables is not None:
+                difference = _compare_tables(env.engine, "autocommit", i, want.tables, _tables_tique(conn, case.schema, env.engine),
+                                             want.sql, want.params)
+            if difference is not None:
+                report.differences.append(difference)
+                if statement.is_write:
+                    return None  # the states have parted; later statements would only echo this
+        return None
+    finally:
+        conn.close()
+        env.release(url)
+
+
+def transaction_pass(env: Environment, case: Case, expected: list[Expected | None], initial: dict[str, Outcome],
+                     report: CaseReport) -> None:
+    url, conn = _open_tique(env, case)
+    try:
+        state = initial
+        pending = False
+        last = None
+        for i, (statement, want) in enumerate(zip(case.statements, expected)):
+            if want is not None and want.outcome.kind != "error":
+                got = run_tique(conn, want.sql, want.params)
+                if got.kind == "refused":
+                    report.refused += 1
+                    report.refusals.append(got.error)
+                    if statement.is_write or conn.transaction_failed:
+                        conn.rollback()  # the rest would run on a state the reference never had
+                        return
+                else:
+                    report.compared += 1
+                    pending = True
+                    last = want
+                    difference = _compare(env.engine, "transaction", i, want, got, statement)
+                    if difference is not None:
+                        report.differences.append(difference)
+                        return
+                    if want.tables is not None:
+                        state = want.tables
+            if i in case.commit_after and pending and last is not None:
+                try:
+                    conn.commit()
+                except tique.Error as error:
+                    report.differences.append(Difference(env.engine, "transaction", i, "error", "COMMIT", (), "commits",
+                                                         f"{type(error).__name__}: {error}"))
+                    return
+                pending = False
+                difference = _compare_tables(env.engine, "transaction", i, state, _tables_tique(conn, case.schema, env.engine),
+                                             "COMMIT", ())
+                if difference is not None:
+                    report.differences.append(difference)
+                    return
+        if pending and last is not None:
+            conn.commit()
+            difference = _compare_tables(env.engine, "transaction", len(case.statements) - 1, state,
+                                         _tables_tique(conn, case.schema, env.engine), "COMMIT", ())
+            if difference is not None:
+                report.differences.append(difference)
+    finally:
+        try:
+            conn.close()
+        finally:
+            env.release(url)
+
+
+def run_case(env: Environment, case: Case, *, transactions: bool = True) -> tuple[CaseReport, Case]:
+    """Runs a case; returns its report and the case as run (refused writes dropped)."""
+    refused_writes: list[str] = []
+    for _ in range(len(case.statements) + 1):
+        report = CaseReport(statements=len(case.statements))
+        expected, initial, report.undefined = native_pass(env, case)
+        try:
+            refused_at = autocommit_pass(env, case, expected, report)
+        except tique.NotSupportedError as error:  # the schema itself (a constraint, say)
+            report.refused = sum(e is not None for e in expected)
+            report.refusals = [f"schema: {str(error).splitlines()[0][:200]}"] * report.refused
+            return report, case
+        if refused_at is None:
+            break
+        refused_writes.append(f"refused write: {expected[refused_at].sql if expected[refused_at] else ''}")
+        case = replace(case, statements=case.statements[:refused_at] + case.statements[refused_at + 1:],
+                       commit_after=frozenset(i if i < refused_at else i - 1 for i in case.commit_after if i != refused_at))
+    report.refused += len(refused_writes)
+    report.refusals += refused_writes
+    report.statements += len(refused_writes)
+    if transactions and not report.differences:
+        transaction_pass(env, case, expected, initial, report)
+    return report, case
+
+
+# -- the loop ----------------------------------------------------------------------------------
+
+@dataclass
+class EngineSummary:
+    engine: str
+    cases: int = 0
+    statements: int = 0
+    compared: int = 0
+    refused: int = 0
+    undefined: int = 0
+    refusal_reasons: dict[str, int] = field(default_factory=dict)
+    slowest_case: tuple[float, int] = (0.0, 0)  # seconds, seed
+    failures: list[tuple[Case, Difference]] = field(default_factory=list)
+
+    @property
+    def refused_fraction(self) -> float:
+        return self.refused / max(1, self.refused + self.compared)
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0
+    statements: int | None = 200  # per engine: stop after this many statements were generated
+    seconds: float | None = None  # per engine: or after this long (the CLI's --minutes)
+    statements_per_case: int = 10
+    schema_options: SchemaOptions = SchemaOptions()
+    include_excluded: bool = False
+    max_failures: int = 3
+
+
+def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None] | None = None) -> EngineSummary:
+    summary = EngineSummary(env.engine)
+    started = time.monotonic()
+    case_number = 0
+    while True:
+        if config.statements is not None and summary.statements >= config.statements:
+            break
+        if config.seconds is not None and time.monotonic() - started >= config.seconds:
+            break
+        if len(summary.failures) >= config.max_failures:
+            break
+        seed = config.seed * 1_000_003 + case_number
+        case_number += 1
+        case = random_case(seed, config.statements_per_case, config.schema_options, include_excluded=config.include_excluded)
+        case_started = time.monotonic()
+        report, ran = run_case(env, case)
+        summary.slowest_case = max(summary.slowest_case, (time.monotonic() - case_started, seed))
+        summary.cases += 1
+        summary.statements += report.statements
+        summary.compared += report.compared
+        summary.refused += report.refused
+        summary.undefined += report.undefined
+        for reason in report.refusals:
+            key = reason.split(":", 1)[-1].strip()[:80] if reason.startswith("refused write") else reason[-80:]
+            summary.refusal_reasons[key] = summary.refusal_reasons.get(key, 0) + 1
+        if report.differences:
+            summary.failures.append((ran, report.differences[0]))
+            if progress:
+                progress(f"{env.engine}: case seed {seed}: {report.differences[0].mode} {report.differences[0].what} difference")
+    return summary
