@@ -55,11 +55,6 @@ def _unaliased_column_holding(*kinds: type) -> Callable[[exp.Expression], bool]:
 
 
 EXCLUSIONS: tuple[Exclusion, ...] = (
-    Exclusion("update-from-multiplies-rows",
-              "UPDATE ... FROM writes one new version per matching FROM row: a target row two FROM rows match is "
-              "counted twice, and a table without a key gains copies of it (UPDATE t0 SET c0 = 1 FROM t0 AS s "
-              "WHERE s.c0 = t0.c0 over two equal rows: 2 rows natively, 4 through tique, and 4 rows afterwards)",
-              "being fixed", switch="update_from"),
     Exclusion("unaliased-subquery-column-name",
               "DuckDB names an unaliased output column after its expression's text, and where that expression "
               "holds a subquery over a tique table the name tique's result carries spells out the whole snapshot "
