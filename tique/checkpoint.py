@@ -2,8 +2,9 @@
 to storage, applies deletes, and purges cache and metadata rows nobody can need.
 
 Invariant: it only touches versions at or below the stable timestamp, which is at most
-every running transaction's start timestamp, and every step is a single autocommitted
-statement that leaves each key readable from either the cache or storage. So it never
+every running transaction's start timestamp, and every step is a single statement that
+leaves each key readable from either the cache or storage (autocommitted, or on engines
+where no step can conflict, the whole round in one engine transaction). So it never
 blocks, and never aborts, a foreground transaction; a crash between steps is repaired
 by the next run. One checkpointer runs at a time per database (a lock in the process,
 an advisory lock on a server): two interleaved runs could delete a storage row on the
@@ -107,18 +108,45 @@ class Checkpointer:
         (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])
         context = {"tq_stable": stable, "tq_horizon": int(row[0])}
         catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
+        # A cache known to hold nothing has nothing to move or purge (tique/cache_state.py:
+        # clean means empty, with no writer open, when counted, and none begun since).
+        clean = backend.cache_state.clean() if backend.cache_state is not None else frozenset()
+        work = [(name, ddl) for name, ddl in catalog if name not in clean]
+        if backend.checkpoints_in_one_transaction:
+            moved, purged = self._run_in_one_transaction(work, context)
+        else:
+            moved, purged = self._move_and_purge(work, context)
+        # Counted afterwards, each in a snapshot that sees this round's purge committed.
+        for name, _ in work:
+            self._note_if_empty(name)
+        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+
+    def _run_in_one_transaction(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+        """The whole round as one engine transaction: one commit instead of one per step
+        (on DuckDB each is a write-ahead-log sync), and readers see the round all at once."""
+        backend, raw = self.backend, self.raw
+        backend.begin_engine(raw)
+        try:
+            done = self._move_and_purge(work, context)
+        except BaseException:
+            backend.rollback_engine(raw)
+            raise
+        backend.commit_engine(raw)
+        return done
+
+    def _move_and_purge(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+        backend = self.backend
         moved = purged = 0
-        for name, ddl in catalog:
+        for name, ddl in work:
             delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
             for step in (delete_storage, insert_storage):
                 cur = self._execute(step, context)
                 if step is insert_storage:
                     moved += max(backend.affected(cur), 0)
             purged += max(backend.affected(self._execute(purge_cache, context)), 0)
-            self._note_if_empty(name)
         for step in self._metadata:
             self._execute(step, context)
-        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+        return moved, purged
 
 
 def checkpoint(connection: Any) -> CheckpointReport:

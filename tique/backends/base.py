@@ -137,6 +137,9 @@ class Backend(ABC):
         self.closed = True
 
     supports_returning = True  # INSERT ... RETURNING: certification and commit marker in one statement
+    # The checkpointer runs a round as one engine transaction, where no step can meet an
+    # engine conflict (only the checkpointer deletes; foreground writers only append).
+    checkpoints_in_one_transaction = False
 
     @abstractmethod
     def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
