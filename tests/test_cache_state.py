@@ -137,3 +137,102 @@ def test_a_table_cleaned_after_the_engine_transaction_began_is_read_through_its_
         assert rows(writer, "SELECT id, t_id FROM u ORDER BY id") == [(10, 2), (20, 2)]
     assert any("u_cache" in t for t in texts)
     writer.commit()
+
+
+# -- keys: a table's cache holds versions of some keys; reads and writes of the others
+# go to storage (tique/cache_state.py).
+
+def point_reads_storage(texts: list[str]) -> bool:
+    return any(t.lstrip().upper().startswith("SELECT") and "t_storage" in t and "t_cache" not in t for t in texts)
+
+
+def test_keys_without_versions_are_read_from_storage_the_others_through_the_snapshot(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)  # counted empty: every later write of t registers its keys
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [1])
+    writer.commit()  # a version of key 1 in the cache, not checkpointed
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [2]) == [("b",)]
+    assert point_reads_storage(texts)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]  # storage still says 'a'
+    assert reads_snapshot(texts) and not point_reads_storage(texts)
+    reader.commit()
+    checkpoint(admin)  # key 1's version moved, its writer's rows purged
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert point_reads_storage(texts)
+    reader.commit()
+
+
+def test_an_open_writer_keeps_its_keys_off_storage_reads(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [2])
+    checkpoint(admin)  # cannot see the uncommitted version: key 2 stays registered
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT v FROM t WHERE id = ?", [2]) == [("w",)]  # its own write
+    assert not point_reads_storage(texts)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = 2") == [("w",)]  # a literal key too
+    assert reads_snapshot(texts) and not point_reads_storage(texts)
+    reader.commit()
+
+
+def test_a_write_of_keys_without_versions_reads_storage_and_loses_no_update(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    run(admin, "CREATE TABLE n (id INTEGER PRIMARY KEY, c INTEGER)")
+    run(admin, "INSERT INTO n VALUES (1, 0), (2, 0)")
+    admin.commit()
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    with sent(writer) as texts:
+        run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])
+    assert any(t.startswith('INSERT INTO "n_cache"') and "n_storage" in t and "RANK" not in t.upper() for t in texts)
+    run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])  # its own version now: the snapshot
+    writer.commit()
+    with sent(writer) as texts:
+        run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])  # a committed version: the snapshot
+        run(writer, "DELETE FROM n WHERE id = ?", [2])  # no version: storage
+    assert any("RANK" in t.upper() for t in texts if t.startswith('INSERT INTO "n_cache"'))
+    writer.commit()
+    assert rows(writer, "SELECT id, c FROM n ORDER BY id") == [(1, 3)]
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT id, c FROM n ORDER BY id") == [(1, 3)]
+    writer.commit()
+
+
+def test_keys_dropped_after_the_engine_transaction_began_are_read_through_the_snapshot(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    run(admin, "UPDATE u SET t_id = 3 WHERE id = ?", [10])
+    admin.commit()  # a version of u's key 10 in the cache
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [1])  # opens the engine transaction
+    checkpoint(admin)  # moves key 10's version to storage and drops its registration
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT t_id FROM u WHERE id = ?", [10]) == [(3,)]
+    assert any("u_cache" in t for t in texts)
+    writer.commit()
+
+
+def test_non_integer_values_and_unknown_keys_keep_the_snapshot(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", ["1"])  # a string the engine casts: key not known
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [2]) == [("b",)]
+    assert not point_reads_storage(texts)  # an unkeyed writer's rows may hold any key
+    assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    reader.commit()
+    checkpoint(admin)
+    run(writer, "UPDATE t SET v = 'x' WHERE v = ?", ["w"])  # keys not pinned
+    writer.commit()
+    assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("x",)]
+    reader.commit()

@@ -90,16 +90,21 @@ class Checkpointer:
             backend.checkpoint_lock.release()
 
     def _note_if_empty(self, name: str) -> None:
-        """Records a cache left empty, so reads of the table can skip the snapshot."""
+        """Records a cache left empty, so reads of the table can skip the snapshot, and
+        which ended writers have no rows left in it, so reads of keys no one else wrote
+        can (tique/cache_state.py). Both are taken before the count begins."""
         state = self.backend.cache_state
         if state is None:
             return
         version = state.before_count(name)
-        if version is None:
+        ended = state.ended_writers(name)
+        if version is None and not ended:
             return
         q = exp.to_identifier(f"{name}_cache", quoted=True).sql(self.backend.dialect)
-        (count,), = self.backend.rows(self.raw, f"SELECT count(*) FROM {q}", [])
-        if count == 0:
+        present = {int(t) for (t,) in self.backend.rows(self.raw, f"SELECT DISTINCT tq_txid FROM {q}", [])}
+        if ended:
+            state.counted_writers(name, ended, present)
+        if not present and version is not None:
             state.counted_empty(name, version)
 
     def _run(self, started: float) -> CheckpointReport:

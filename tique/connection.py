@@ -15,6 +15,7 @@ from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, de
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
+from tique.rewrite.point_keys import read_keys, written_keys
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
@@ -104,6 +105,8 @@ class Connection:
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)
+        if self.snapshot_formulation is Formulation.STORAGE:  # tique's own choice per statement, never a setting
+            raise ValueError("snapshot must be 'auto', 'rank' or 'scan'")
         self.static_tables = frozenset(t.lower() for t in static_tables)
         self.faults = faults
         self._last_commit_ts: int | None = None  # read by the early-visibility fault only
@@ -191,6 +194,7 @@ class Connection:
             state = self._backend.cache_state
             if state is not None:
                 state.done(old.noted)
+                state.ended(old.txid)
             old.noted = set()
         self._txn_holder[0] = value
 
@@ -347,17 +351,18 @@ class Connection:
             self.close()
 
     # -- execution ------------------------------------------------------------
-    def _plan(self, sql: str) -> Plan:
-        key = (sql, self.snapshot_formulation)
+    def _plan(self, sql: str, formulation: Formulation | None = None) -> Plan:
+        formulation = formulation or self.snapshot_formulation
+        key = (sql, formulation)
         plan = self._plans.get(key)
         if plan is None:
             # Every connection of the process that read the same catalog plans a text the
             # same way, so the plan is shared: many clients parse and rewrite it once.
             catalog = self._catalog_key
-            shared_key = (sql, self.snapshot_formulation, self.static_tables, catalog)
+            shared_key = (sql, formulation, self.static_tables, catalog)
             plan = self._backend.shared_plans.get(shared_key)
             if plan is None:
-                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables)
+                plan = make_plan(sql, self._backend, self._lookup_or_refresh, formulation, self.static_tables)
                 if self._catalog_key is catalog:  # planning looked up no table new to this connection
                     self._backend.shared_plans.put(shared_key, plan)
             self._plans[key] = plan
@@ -468,7 +473,7 @@ class Connection:
                 # A read that needs this transaction's uncommitted writes runs on the
                 # session holding them; others may run where analytics run best.
                 analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-                statement = self._read_statement(plan, txn)
+                statement = self._read_statement(plan, txn, params)
                 outcome = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
             else:
                 outcome = self._write(plan, params, txn, sql)
@@ -480,13 +485,19 @@ class Connection:
             self.commit()
         return outcome
 
-    def _read_statement(self, plan: ReadPlan, txn: Transaction) -> Compiled:
-        """The read's statement, reading the tables whose caches are known empty from
-        storage directly (a variant planned once per set of such tables)."""
+    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple) -> Compiled:
+        """The read's statement, reading from storage directly the tables whose caches are
+        known empty, and those it reads one key of that no transaction has versions of
+        in the cache (a variant planned once per set of such tables)."""
         state = self._backend.cache_state
         if state is None or plan.source is None:
             return plan.statement
-        clean = state.clean(since=txn.engine_epoch if txn.engine_open else None).intersection(plan.tables) - txn.written
+        since = txn.engine_epoch if txn.engine_open else None
+        clean = state.clean(since=since).intersection(plan.tables) - txn.written
+        points = read_keys(self._backend.shared_plans, plan.statement.sql, plan.source, self._lookup_or_refresh,
+                           self._backend.dialect, params)
+        clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
+        clean = frozenset(clean)
         if not clean:
             return plan.statement
         found = plan.variants.get(clean)
@@ -519,7 +530,10 @@ class Connection:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
         self._open_engine_transaction(txn)
-        self._note_writing(txn, plan.table.name)
+        if self._note_writing(txn, plan.table, statement, params):
+            storage_plan = self._plan(statement, Formulation.STORAGE)
+            assert isinstance(storage_plan, WritePlan)
+            plan = storage_plan
         try:
             count = run_write(self._backend, self._raw, plan, params, context, statement)
         except errors.Error:
@@ -529,12 +543,23 @@ class Connection:
         txn.written.add(plan.table.name)
         return None, None, count
 
-    def _note_writing(self, txn: Transaction, table: str) -> None:
-        """Marks the table's cache as written before anything is (tique/cache_state.py)."""
+    def _note_writing(self, txn: Transaction, table: TableDef, statement: str, params: tuple) -> bool:
+        """Marks the table's cache, and the keys the write appends versions of, as
+        written before anything is (tique/cache_state.py). Returns whether the write
+        reads only keys that had no versions in the cache until now, of its own
+        transaction's neither, as the engine transaction sees it: then storage holds
+        what it reads."""
         state = self._backend.cache_state
-        if state is not None and table not in txn.noted:
-            txn.noted.add(table)
-            state.writing(table)
+        if state is None:
+            return False
+        if table.name not in txn.noted:
+            txn.noted.add(table.name)
+            state.writing(table.name)
+        keys, alone = written_keys(self._backend.shared_plans, statement, table, self._lookup_or_refresh,
+                                   self._backend.dialect, params)
+        from_storage = alone and keys is not None and txn.engine_open and state.keys_clean(table.name, keys, txn.engine_epoch)
+        state.writing_keys(txn.txid, table.name, keys)
+        return from_storage
 
     def _open_engine_transaction(self, txn: Transaction) -> None:
         """The first write opens the engine transaction that carries all of them."""
@@ -552,6 +577,7 @@ class Connection:
         self._open_engine_transaction(txn)
         for write in pending:
             txn.written.add(write.plan.table.name)  # rows may exist even if a check fails
+            self._note_writing(txn, write.plan.table, write.statement, write.params)
             try:
                 run_write(self._backend, self._raw, write.plan, write.params, write.context, write.statement)
             except errors.Error:
