@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import tique
 from sqlhelp import rows, run
-from tique.checkpoint import checkpoint
+from tique.checkpoint import Checkpointer, checkpoint
 
 
 @contextmanager
@@ -236,3 +236,64 @@ def test_non_integer_values_and_unknown_keys_keep_the_snapshot(tmp_path: Path) -
     writer.commit()
     assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("x",)]
     reader.commit()
+
+
+def test_a_write_reading_its_own_table_elsewhere_keeps_the_snapshot(tmp_path: Path) -> None:
+    """Only the target's written keys are known: a subquery of the same table reads all of it."""
+    admin, _ = fresh(tmp_path)
+    run(admin, "CREATE TABLE n (id INTEGER PRIMARY KEY, c INTEGER)")
+    run(admin, "INSERT INTO n VALUES (1, 0), (2, 0)")
+    admin.commit()
+    checkpoint(admin)
+    run(admin, "UPDATE n SET c = 5 WHERE id = ?", [2])
+    admin.commit()  # key 2's version in the cache; key 1 has none
+    run(admin, "UPDATE n SET c = (SELECT max(c) FROM n) WHERE id = ?", [1])
+    run(admin, "INSERT INTO n VALUES (?, (SELECT max(c) + 1 FROM n))", [3])
+    admin.commit()
+    assert rows(admin, "SELECT id, c FROM n ORDER BY id") == [(1, 5), (2, 5), (3, 6)]
+    admin.commit()
+
+
+def test_an_insert_of_keys_without_versions_still_finds_storage_duplicates(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    try:
+        run(writer, "INSERT INTO t VALUES (?, ?)", [1, "dup"])
+        raise AssertionError("a duplicate of a storage key was inserted")
+    except tique.IntegrityError:
+        writer.rollback()
+    run(writer, "DELETE FROM t WHERE id = ?", [2])
+    run(writer, "INSERT INTO t VALUES (?, ?)", [2, "again"])  # its own delete: the snapshot sees it gone
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "again")]
+    writer.commit()
+
+
+def test_versions_a_previous_process_left_keep_the_table_unarmed(tmp_path: Path) -> None:
+    """Rows in a cache at open were registered by no one here: until a count finds only
+    registered transactions' rows, every key of the table may have versions."""
+    admin, reader = fresh(tmp_path)
+    url = admin.url
+    run(admin, "UPDATE t SET v = 'w' WHERE id = ?", [1])
+    admin.commit()  # a version of key 1 in the cache, never checkpointed
+    reader.close()
+    admin.close()
+    admin.backend.close()  # as if the process ended: the next connection opens the file anew
+    again = tique.connect(url)
+    assert again.backend.cache_state is not admin.backend.cache_state  # a new database object
+    counter = Checkpointer(again.backend)
+    try:
+        counter._note_if_empty("t")  # a count alone, nothing moved: it finds a stranger's rows
+    finally:
+        counter.close()
+    with sent(again) as texts:
+        assert rows(again, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert not point_reads_storage(texts)
+    again.commit()
+    checkpoint(again)  # moves it; the count then finds the cache empty
+    with sent(again) as texts:
+        assert rows(again, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert point_reads_storage(texts)
+    again.commit()

@@ -20,9 +20,10 @@ So a read inside one uses only the tables that were already clean when it began
 (`clean(since=...)` with the epoch taken before it began).
 
 Keys, the same way one level down: a table's cache is rarely empty under a steady load,
-but most keys have no version in it. Once a table has been counted empty (armed), every
-write to it registers, before it runs, the keys it appends versions of (or that it may
-append any key's: unkeyed), under its transaction id. A registration is dropped when its
+but most keys have no version in it. Every write registers, before it runs, the keys it
+appends versions of (or that it may append any key's: unkeyed), under its transaction
+id. A table is armed once a count finds only rows of registered transactions in its
+cache (rows a previous process left are of no one's). A registration is dropped when its
 transaction has ended and a count begun after that finds no row of the transaction left
 in the cache (the checkpointer moved or purged them all: by transaction, all at once).
 A key of an armed table with no registration and no unkeyed writer has no version in
@@ -56,6 +57,7 @@ class CacheState:
         self._registered: dict[int, dict[str, set[Key] | None]] = {}
         self._ended: set[int] = set()
         self._dropped_at: dict[str, int] = {}  # epoch of the last registration dropped, per table
+        self._generation: Counter[str] = Counter()  # bumped by forget: a count taken before is void
 
     def writing(self, table: str) -> None:
         """A transaction is about to write `table` (once per transaction and table)."""
@@ -92,6 +94,7 @@ class CacheState:
             self._clean.discard(table)
             self._version[table] += 1
             self._armed.pop(table, None)
+            self._generation[table] += 1
 
     # -- keys ------------------------------------------------------------------
     def writing_keys(self, txid: int, table: str, keys: Iterable[Key] | None) -> None:
@@ -121,11 +124,21 @@ class CacheState:
             if txid in self._registered:
                 self._ended.add(txid)
 
-    def ended_writers(self, table: str) -> frozenset[int]:
-        """Ended transactions still registered for `table`: what a count begun after this
-        call can drop."""
+    def ended_writers(self, table: str) -> tuple[frozenset[int], int | None]:
+        """Ended transactions still registered for `table`, what a count begun after this
+        call can drop, and the generation to arm the table at (None: armed already)."""
         with self._lock:
-            return frozenset(t for t in self._ended if table in self._registered[t])
+            ended = frozenset(t for t in self._ended if table in self._registered[t])
+            return ended, None if table in self._armed else self._generation[table]
+
+    def counted_unarmed(self, table: str, generation: int, present: set[int]) -> None:
+        """A count begun after `generation` was read found rows of `present` transactions
+        in the cache of `table`: if each registered for it, every row there is known."""
+        with self._lock:
+            known = all(t in self._registered and table in self._registered[t] for t in present)
+            if known and self._generation[table] == generation and table not in self._armed:
+                self._epoch += 1
+                self._armed[table] = self._epoch
 
     def counted_writers(self, table: str, ended: frozenset[int], present: set[int]) -> None:
         """A count begun after `ended` was taken found rows of `present` transactions in

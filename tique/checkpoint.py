@@ -97,13 +97,15 @@ class Checkpointer:
         if state is None:
             return
         version = state.before_count(name)
-        ended = state.ended_writers(name)
-        if version is None and not ended:
+        ended, generation = state.ended_writers(name)
+        if version is None and not ended and generation is None:
             return
         q = exp.to_identifier(f"{name}_cache", quoted=True).sql(self.backend.dialect)
         present = {int(t) for (t,) in self.backend.rows(self.raw, f"SELECT DISTINCT tq_txid FROM {q}", [])}
         if ended:
             state.counted_writers(name, ended, present)
+        if generation is not None:
+            state.counted_unarmed(name, generation, present)
         if not present and version is not None:
             state.counted_empty(name, version)
 

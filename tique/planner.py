@@ -223,7 +223,7 @@ def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulati
         table = lookup(name) if name else None
         if table is not None:
             write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
-            return _write_plan(tree, write, backend, params)
+            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE)
 
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
@@ -250,14 +250,16 @@ def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
     return found
 
 
-def _key_check(backend: Backend, write: Write) -> Compiled | None:
-    """The table's key check, compiled once per table (and whether ranged); an INSERT ...
-    VALUES binds the range of its keys to it per call (KeyCheck)."""
+def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> Compiled | None:
+    """The table's key check, compiled once per table (and whether ranged, and whether
+    the keys written have no versions in the cache); an INSERT ... VALUES binds the range
+    of its keys to it per call (KeyCheck)."""
     if not write.checks_keys:
         return None
     table, ranged = write.table, write.written_keys is not None
-    check = _shared(backend, ("key check", table, ranged),
-                    lambda: backend.compile(validation(table, backend.key_hash, backend.dialect, ranged=ranged)))
+    check = _shared(backend, ("key check", table, ranged, from_storage),
+                    lambda: backend.compile(validation(table, backend.key_hash, backend.dialect, ranged=ranged,
+                                                       from_storage=from_storage)))
     if not ranged:
         return check
     assert write.written_keys is not None
@@ -265,7 +267,7 @@ def _key_check(backend: Backend, write: Write) -> Compiled | None:
     return KeyCheck(check.sql, check.names, write.written_keys, ranges)
 
 
-def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int) -> WritePlan:
+def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False) -> WritePlan:
     table = write.table
     if write.repeat is not None:
         rows, width = write.repeat
@@ -280,5 +282,5 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
     else:
         inserts = tuple(backend.compile(i) for i in write.inserts)
-    return WritePlan(table, inserts, _key_check(backend, write),
+    return WritePlan(table, inserts, _key_check(backend, write, from_storage),
                      _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params)

@@ -130,9 +130,8 @@ _UNKNOWN = object()
 def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dialect: str,
                  params: tuple | list) -> tuple[list[Key] | None, bool]:
     """The keys of `table` that the write `statement` appends versions of with `params`
-    (None when not known), and whether it is an UPDATE or DELETE that reads no other
-    tique table (so that, when its keys have no versions in the cache, it can read them
-    from storage). What the text says is worked out once per text (in `memo`)."""
+    (None when not known), and whether its target is the only tique table it names (so
+    that, when its keys have no versions in the cache, it can read them from storage). What the text says is worked out once per text (in `memo`)."""
     memo_key = ("written keys", statement, table)
     found = memo.get(memo_key)
     if found is None:
@@ -142,8 +141,7 @@ def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dia
             tree = parse_one(statement, dialect)
             normalize_placeholders(tree)
             sources = write_points(tree, table, dialect)
-            alone = (isinstance(tree, (exp.Update, exp.Delete))
-                     and all(t.name == table.name for _, t in referenced_tables(tree, lookup)))
+            alone = _reads_target_only(tree, lookup)
         except Exception:
             sources, alone = None, False
         found = (_UNKNOWN if sources is None else sources, alone)
@@ -153,6 +151,18 @@ def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dia
         return None, False
     keys = [bind(s, params) for s in sources]
     return (None, False) if any(k is None for k in keys) else (keys, alone)  # type: ignore[return-value]
+
+
+def _reads_target_only(tree: exp.Expression, lookup: Lookup) -> bool:
+    """Whether the write's only tique table reference is its target: a subquery reading
+    the same table would read all of it, not just the keys written."""
+    if isinstance(tree, exp.Insert):
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    elif isinstance(tree, (exp.Update, exp.Delete)):
+        target = tree.this
+    else:
+        return False
+    return all(ref is target for ref, _ in referenced_tables(tree, lookup))
 
 
 def read_keys(memo: Any, statement: str, source: exp.Expression, lookup: Lookup, dialect: str,
