@@ -297,3 +297,31 @@ def test_versions_a_previous_process_left_keep_the_table_unarmed(tmp_path: Path)
         assert rows(again, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
     assert point_reads_storage(texts)
     again.commit()
+
+
+def test_writes_and_reads_by_leading_key_columns(tmp_path: Path) -> None:
+    """A statement pinning the leading key columns touches every key so beginning."""
+    admin, reader = fresh(tmp_path)
+    run(admin, "CREATE TABLE l (o INTEGER, n INTEGER, amount INTEGER, PRIMARY KEY (o, n))")
+    run(admin, "INSERT INTO l VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30), (2, 2, 40)")
+    admin.commit()
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    with sent(writer) as texts:
+        run(writer, "UPDATE l SET amount = amount + 1 WHERE o = ?", [1])  # no versions of o = 1 yet
+    assert any(t.startswith('INSERT INTO "l_cache"') and "RANK" not in t.upper() for t in texts)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [2]) == [(70,)]
+    assert any("l_storage" in t and "l_cache" not in t for t in texts)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [1]) == [(32,)]
+        assert rows(reader, "SELECT amount FROM l WHERE o = ? AND n = ?", [1, 2]) == [(21,)]
+    assert not any("l_storage" in t and "l_cache" not in t for t in texts)
+    reader.commit()
+    run(writer, "INSERT INTO l VALUES (?, ?, ?)", [2, 3, 50])
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [2]) == [(120,)]  # a key o = 2 begins
+    assert not any("l_storage" in t and "l_cache" not in t for t in texts)
+    reader.commit()

@@ -37,6 +37,7 @@ import threading
 from collections import Counter
 from typing import Iterable
 
+# A key, or a prefix of one (leading key columns): every key it begins.
 Key = tuple[int, ...]
 
 
@@ -53,6 +54,7 @@ class CacheState:
         # (None for a table: unkeyed).
         self._armed: dict[str, int] = {}
         self._keys: dict[str, Counter[Key]] = {}
+        self._prefixes: dict[str, Counter[Key]] = {}  # every leading part of each registered key
         self._unkeyed: Counter[str] = Counter()
         self._registered: dict[int, dict[str, set[Key] | None]] = {}
         self._ended: set[int] = set()
@@ -113,10 +115,13 @@ class CacheState:
             held = mine.setdefault(table, set())
             assert held is not None
             counted = self._keys.setdefault(table, Counter())
+            prefixes = self._prefixes.setdefault(table, Counter())
             for key in keys:
                 if key not in held:
                     held.add(key)
                     counted[key] += 1
+                    for end in range(1, len(key) + 1):
+                        prefixes[key[:end]] += 1
 
     def ended(self, txid: int) -> None:
         """Transaction `txid` committed or rolled back its engine transaction."""
@@ -152,8 +157,8 @@ class CacheState:
                 self._dropped_at[table] = self._epoch
 
     def keys_clean(self, table: str, keys: Iterable[Key], since: int | None = None) -> bool:
-        """Whether no transaction has (or may have) versions of any of `keys` in the cache
-        of `table`; with `since`, also none dropped from the state since that epoch."""
+        """Whether no transaction has (or may have) versions of any key `keys` begin in the
+        cache of `table`; with `since`, also none dropped from the state since that epoch."""
         with self._lock:
             armed = self._armed.get(table)
             if armed is None or self._unkeyed[table]:
@@ -161,7 +166,12 @@ class CacheState:
             if since is not None and (armed > since or self._dropped_at.get(table, 0) > since):
                 return False
             counted = self._keys.get(table)
-            return not counted or not any(key in counted for key in keys)
+            if not counted:
+                return True
+            prefixes = self._prefixes[table]
+            # Two keys or prefixes overlap when one begins the other.
+            return not any(key in prefixes or any(key[:end] in counted for end in range(1, len(key)))
+                           for key in keys)
 
     def _drop(self, txid: int, table: str) -> None:
         mine = self._registered[txid]
@@ -180,6 +190,11 @@ class CacheState:
         counted[key] -= 1
         if counted[key] <= 0:
             del counted[key]
+        prefixes = self._prefixes[table]
+        for end in range(1, len(key) + 1):
+            prefixes[key[:end]] -= 1
+            if prefixes[key[:end]] <= 0:
+                del prefixes[key[:end]]
 
     def _drop_table_registrations(self, table: str) -> None:
         for txid in [t for t, mine in self._registered.items() if table in mine]:

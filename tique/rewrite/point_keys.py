@@ -1,5 +1,6 @@
-"""Which keys of a table a statement can touch, as values bound per call: the rows a
-point read can see and the versions a write appends (see tique/cache_state.py, whose
+"""Which keys of a table a statement can touch, as values bound per call (whole keys, or
+the leading key columns the keys touched share): the rows a read can see and the
+versions a write appends (see tique/cache_state.py, whose
 key-level state lets a read of a key no transaction has versions of go to storage).
 
 A key is a tuple of Python ints, one per key column, and only integer key columns are
@@ -38,10 +39,17 @@ def _source(node: exp.Expression) -> Source | None:
 
 
 def _pinned(table: TableDef, where: exp.Expression | None, alias: str) -> KeySources | None:
-    """The sources of the key values `where` pins by top-level equalities, in key order."""
+    """The sources of the values `where` pins the leading key columns to by top-level
+    equalities, in key order, as far as they go: a prefix of every key the rows it keeps
+    have; None when it pins not even the first."""
     pinned = _equalities(where, alias)
-    sources = tuple(_source(pinned[k]) if k in pinned else None for k in table.key)
-    return None if any(s is None for s in sources) else sources  # type: ignore[return-value]
+    sources = []
+    for k in table.key:
+        source = _source(pinned[k]) if k in pinned else None
+        if source is None:
+            break
+        sources.append(source)
+    return tuple(sources) or None
 
 
 def tracks_keys(table: TableDef, dialect: str) -> bool:
@@ -61,8 +69,8 @@ def bind(sources: KeySources, params: tuple | list) -> Key | None:
 
 def read_points(tree: exp.Expression, lookup: Lookup, dialect: str) -> dict[str, KeySources]:
     """Tables of a read (as parsed, before any rewrite) that it references once, from a
-    SELECT reading that table alone whose WHERE pins the table's whole key to values:
-    only that key's row can reach the statement's result, whichever version it is."""
+    SELECT reading that table alone whose WHERE pins the table's leading key columns to
+    values: only rows of keys so beginning can reach the result, whichever versions."""
     references = referenced_tables(tree, lookup)
     counts: dict[str, int] = {}
     for _, table in references:
