@@ -263,11 +263,19 @@ def test_an_insert_of_keys_without_versions_still_finds_storage_duplicates(tmp_p
         raise AssertionError("a duplicate of a storage key was inserted")
     except tique.IntegrityError:
         writer.rollback()
+    try:
+        run(writer, "INSERT INTO t VALUES (?, ?), (?, ?)", [5, "x", 5, "y"])
+        raise AssertionError("a key repeated within one statement was inserted")
+    except tique.IntegrityError:
+        writer.rollback()
+    with sent(writer) as texts:
+        run(writer, "INSERT INTO t VALUES (?, ?), (?, ?)", [6, "x", 7, "y"])  # 5 stays registered until a count
+    assert not any("t_cache" in t for t in texts if t.lstrip().upper().startswith("SELECT"))  # checked by key in storage
     run(writer, "DELETE FROM t WHERE id = ?", [2])
     run(writer, "INSERT INTO t VALUES (?, ?)", [2, "again"])  # its own delete: the snapshot sees it gone
     writer.commit()
     checkpoint(admin)
-    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "again")]
+    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "again"), (6, "x"), (7, "y")]
     writer.commit()
 
 

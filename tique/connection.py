@@ -2,9 +2,12 @@
 at most one open tique transaction."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from typing import Any, Iterable
+
+from sqlglot import exp
 
 from tique import errors
 from tique.backends import open_database
@@ -15,12 +18,13 @@ from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, de
 from tique.planner import ControlPlan, CreatePlan, DropPlan, NativePlan, Plan, ReadPlan, WritePlan, make_plan
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
-from tique.rewrite.point_keys import read_keys, written_keys
+from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
-from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, release, reserve, run_write
+from tique.transaction import (BufferedWrite, CommitStatements, Transaction, commit_writer, key_violation, release, reserve,
+                               run_write)
 
 # Debug faults (negative controls for consistency checkers), never on by default:
 # no-certify: commit without certification (lost updates);
@@ -530,12 +534,20 @@ class Connection:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
         self._open_engine_transaction(txn)
-        if self._note_writing(txn, plan.table, statement, params):
+        clean_keys = self._note_writing(txn, plan.table, statement, params)
+        key_check = None
+        if clean_keys is not None:
             storage_plan = self._plan(statement, Formulation.STORAGE)
             assert isinstance(storage_plan, WritePlan)
             plan = storage_plan
+            if plan.validation is not None and all(len(k) == len(plan.table.key) for k in clean_keys):
+                # New keys of which no version is cached: checked here against storage by
+                # key, not by the engine against the cache rows just written.
+                plan, key_check = dataclasses.replace(plan, validation=None), clean_keys
         try:
             count = run_write(self._backend, self._raw, plan, params, context, statement)
+            if key_check is not None:
+                self._check_new_keys(plan.table, key_check, statement)
         except errors.Error:
             raise
         except Exception as error:
@@ -543,15 +555,29 @@ class Connection:
         txn.written.add(plan.table.name)
         return None, None, count
 
-    def _note_writing(self, txn: Transaction, table: TableDef, statement: str, params: tuple) -> bool:
+    def _check_new_keys(self, table: TableDef, keys: list[Key], statement: str) -> None:
+        """Raises IntegrityError if `keys`, none of which has versions in the cache, repeat
+        one another or a key storage holds."""
+        query, values = storage_key_query(table, keys)
+        shape = ("storage key check", table, tuple(len(p.expressions) for p in query.find_all(exp.In)))
+        compiled = self._backend.shared_plans.get(shape)
+        if compiled is None:
+            compiled = self._backend.compile(query)
+            self._backend.shared_plans.put(shape, compiled)
+        present = {tuple(row) for row in self._backend.rows(self._raw, compiled.sql, compiled.values((), values))}
+        repeated = len(keys) - len(set(keys)) + len(set(keys) & present)
+        if repeated:
+            raise key_violation(table, statement, repeated)
+
+    def _note_writing(self, txn: Transaction, table: TableDef, statement: str, params: tuple) -> list[Key] | None:
         """Marks the table's cache, and the keys the write appends versions of, as
-        written before anything is (tique/cache_state.py). Returns whether the write
-        reads only keys that had no versions in the cache until now, of its own
+        written before anything is (tique/cache_state.py). Returns those keys if the
+        write touches only keys that had no versions in the cache until now, of its own
         transaction's neither, as the engine transaction sees it: then storage holds
-        what it reads."""
+        what it reads of them."""
         state = self._backend.cache_state
         if state is None:
-            return False
+            return None
         if table.name not in txn.noted:
             txn.noted.add(table.name)
             state.writing(table.name)
@@ -559,7 +585,7 @@ class Connection:
                                    self._backend.dialect, params)
         from_storage = alone and keys is not None and txn.engine_open and state.keys_clean(table.name, keys, txn.engine_epoch)
         state.writing_keys(txn.txid, table.name, keys)
-        return from_storage
+        return keys if from_storage else None
 
     def _open_engine_transaction(self, txn: Transaction) -> None:
         """The first write opens the engine transaction that carries all of them."""

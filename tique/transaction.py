@@ -144,10 +144,13 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
     if plan.validation is not None:
         (duplicates, existing), = cursors[-1].fetchall()
         if duplicates or existing:
-            key = ", ".join(plan.table.key)
-            problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(duplicates) + int(existing)} row(s) would repeat a key"
-            raise IntegrityError(describe(statement, problem))
+            raise key_violation(plan.table, statement, int(duplicates) + int(existing))
     return counts[0]
+
+
+def key_violation(table: TableDef, statement: str, repeated: int) -> IntegrityError:
+    key = ", ".join(table.key)
+    return IntegrityError(describe(statement, f"duplicate primary key ({key}) in {table.name}: {repeated} row(s) would repeat a key"))
 
 
 class _Lost(Exception):

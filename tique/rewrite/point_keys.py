@@ -18,6 +18,7 @@ from tique.catalog import TableDef, key_bits, normalize
 from tique.rewrite.params import USER_PREFIX, normalize_placeholders
 from tique.rewrite.reads import Lookup, referenced_tables
 from tique.rewrite.snapshot import _equalities
+from tique.rewrite.templates import data_type
 
 Key = tuple[int, ...]
 # Where one key column's value comes from: a parameter's number, or a literal's value.
@@ -187,3 +188,23 @@ def read_keys(memo: Any, statement: str, source: exp.Expression, lookup: Lookup,
         if key is not None:
             found[name] = key
     return found
+
+
+def storage_key_query(table: TableDef, keys: list[Key]) -> tuple[exp.Select, dict[str, int]]:
+    """The keys of `table`'s storage among `keys` (a superset: each key column within
+    the values written to it; the caller intersects), and the values to bind. Where the
+    keys have no versions in the cache, what storage holds of them is what is present."""
+    condition: list[exp.Expression] = []
+    values: dict[str, int] = {}
+    for i, name in enumerate(table.key):
+        markers = []
+        for j, value in enumerate(sorted({k[i] for k in keys})):
+            values[f"tq_k{i}_{j}"] = value
+            markers.append(exp.cast(exp.Placeholder(this=f"tq_k{i}_{j}"), data_type(table.column(name).type_sql)))
+        condition.append(exp.In(this=exp.column(quote(name)), expressions=markers))
+    query = exp.select(*[exp.column(quote(k)) for k in table.key]).from_(exp.Table(this=quote(table.storage)))
+    return query.where(exp.and_(*condition)), values
+
+
+def quote(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
