@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import tique
 from sqlhelp import rows, run
-from tique.checkpoint import checkpoint
+from tique.checkpoint import Checkpointer, checkpoint
 
 
 @contextmanager
@@ -137,3 +137,199 @@ def test_a_table_cleaned_after_the_engine_transaction_began_is_read_through_its_
         assert rows(writer, "SELECT id, t_id FROM u ORDER BY id") == [(10, 2), (20, 2)]
     assert any("u_cache" in t for t in texts)
     writer.commit()
+
+
+# -- keys: a table's cache holds versions of some keys; reads and writes of the others
+# go to storage (tique/cache_state.py).
+
+def point_reads_storage(texts: list[str]) -> bool:
+    return any(t.lstrip().upper().startswith("SELECT") and "t_storage" in t and "t_cache" not in t for t in texts)
+
+
+def test_keys_without_versions_are_read_from_storage_the_others_through_the_snapshot(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)  # counted empty: every later write of t registers its keys
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [1])
+    writer.commit()  # a version of key 1 in the cache, not checkpointed
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [2]) == [("b",)]
+    assert point_reads_storage(texts)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]  # storage still says 'a'
+    assert reads_snapshot(texts) and not point_reads_storage(texts)
+    reader.commit()
+    checkpoint(admin)  # key 1's version moved, its writer's rows purged
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert point_reads_storage(texts)
+    reader.commit()
+
+
+def test_an_open_writer_keeps_its_keys_off_storage_reads(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [2])
+    checkpoint(admin)  # cannot see the uncommitted version: key 2 stays registered
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT v FROM t WHERE id = ?", [2]) == [("w",)]  # its own write
+    assert not point_reads_storage(texts)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = 2") == [("w",)]  # a literal key too
+    assert reads_snapshot(texts) and not point_reads_storage(texts)
+    reader.commit()
+
+
+def test_a_write_of_keys_without_versions_reads_storage_and_loses_no_update(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    run(admin, "CREATE TABLE n (id INTEGER PRIMARY KEY, c INTEGER)")
+    run(admin, "INSERT INTO n VALUES (1, 0), (2, 0)")
+    admin.commit()
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    with sent(writer) as texts:
+        run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])
+    assert any(t.startswith('INSERT INTO "n_cache"') and "n_storage" in t and "RANK" not in t.upper() for t in texts)
+    run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])  # its own version now: the snapshot
+    writer.commit()
+    with sent(writer) as texts:
+        run(writer, "UPDATE n SET c = c + 1 WHERE id = ?", [1])  # a committed version: the snapshot
+        run(writer, "DELETE FROM n WHERE id = ?", [2])  # no version: storage
+    assert any("RANK" in t.upper() for t in texts if t.startswith('INSERT INTO "n_cache"'))
+    writer.commit()
+    assert rows(writer, "SELECT id, c FROM n ORDER BY id") == [(1, 3)]
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT id, c FROM n ORDER BY id") == [(1, 3)]
+    writer.commit()
+
+
+def test_keys_dropped_after_the_engine_transaction_began_are_read_through_the_snapshot(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    run(admin, "UPDATE u SET t_id = 3 WHERE id = ?", [10])
+    admin.commit()  # a version of u's key 10 in the cache
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", [1])  # opens the engine transaction
+    checkpoint(admin)  # moves key 10's version to storage and drops its registration
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT t_id FROM u WHERE id = ?", [10]) == [(3,)]
+    assert any("u_cache" in t for t in texts)
+    writer.commit()
+
+
+def test_non_integer_values_and_unknown_keys_keep_the_snapshot(tmp_path: Path) -> None:
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    run(writer, "UPDATE t SET v = 'w' WHERE id = ?", ["1"])  # a string the engine casts: key not known
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [2]) == [("b",)]
+    assert not point_reads_storage(texts)  # an unkeyed writer's rows may hold any key
+    assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    reader.commit()
+    checkpoint(admin)
+    run(writer, "UPDATE t SET v = 'x' WHERE v = ?", ["w"])  # keys not pinned
+    writer.commit()
+    assert rows(reader, "SELECT v FROM t WHERE id = ?", [1]) == [("x",)]
+    reader.commit()
+
+
+def test_a_write_reading_its_own_table_elsewhere_keeps_the_snapshot(tmp_path: Path) -> None:
+    """Only the target's written keys are known: a subquery of the same table reads all of it."""
+    admin, _ = fresh(tmp_path)
+    run(admin, "CREATE TABLE n (id INTEGER PRIMARY KEY, c INTEGER)")
+    run(admin, "INSERT INTO n VALUES (1, 0), (2, 0)")
+    admin.commit()
+    checkpoint(admin)
+    run(admin, "UPDATE n SET c = 5 WHERE id = ?", [2])
+    admin.commit()  # key 2's version in the cache; key 1 has none
+    run(admin, "UPDATE n SET c = (SELECT max(c) FROM n) WHERE id = ?", [1])
+    run(admin, "INSERT INTO n VALUES (?, (SELECT max(c) + 1 FROM n))", [3])
+    admin.commit()
+    assert rows(admin, "SELECT id, c FROM n ORDER BY id") == [(1, 5), (2, 5), (3, 6)]
+    admin.commit()
+
+
+def test_an_insert_of_keys_without_versions_still_finds_storage_duplicates(tmp_path: Path) -> None:
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    try:
+        run(writer, "INSERT INTO t VALUES (?, ?)", [1, "dup"])
+        raise AssertionError("a duplicate of a storage key was inserted")
+    except tique.IntegrityError:
+        writer.rollback()
+    try:
+        run(writer, "INSERT INTO t VALUES (?, ?), (?, ?)", [5, "x", 5, "y"])
+        raise AssertionError("a key repeated within one statement was inserted")
+    except tique.IntegrityError:
+        writer.rollback()
+    with sent(writer) as texts:
+        run(writer, "INSERT INTO t VALUES (?, ?), (?, ?)", [6, "x", 7, "y"])  # 5 stays registered until a count
+    assert not any("t_cache" in t for t in texts if t.lstrip().upper().startswith("SELECT"))  # checked by key in storage
+    run(writer, "DELETE FROM t WHERE id = ?", [2])
+    run(writer, "INSERT INTO t VALUES (?, ?)", [2, "again"])  # its own delete: the snapshot sees it gone
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "again"), (6, "x"), (7, "y")]
+    writer.commit()
+
+
+def test_versions_a_previous_process_left_keep_the_table_unarmed(tmp_path: Path) -> None:
+    """Rows in a cache at open were registered by no one here: until a count finds only
+    registered transactions' rows, every key of the table may have versions."""
+    admin, reader = fresh(tmp_path)
+    url = admin.url
+    run(admin, "UPDATE t SET v = 'w' WHERE id = ?", [1])
+    admin.commit()  # a version of key 1 in the cache, never checkpointed
+    reader.close()
+    admin.close()
+    admin.backend.close()  # as if the process ended: the next connection opens the file anew
+    again = tique.connect(url)
+    assert again.backend.cache_state is not admin.backend.cache_state  # a new database object
+    counter = Checkpointer(again.backend)
+    try:
+        counter._note_if_empty("t")  # a count alone, nothing moved: it finds a stranger's rows
+    finally:
+        counter.close()
+    with sent(again) as texts:
+        assert rows(again, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert not point_reads_storage(texts)
+    again.commit()
+    checkpoint(again)  # moves it; the count then finds the cache empty
+    with sent(again) as texts:
+        assert rows(again, "SELECT v FROM t WHERE id = ?", [1]) == [("w",)]
+    assert point_reads_storage(texts)
+    again.commit()
+
+
+def test_writes_and_reads_by_leading_key_columns(tmp_path: Path) -> None:
+    """A statement pinning the leading key columns touches every key so beginning."""
+    admin, reader = fresh(tmp_path)
+    run(admin, "CREATE TABLE l (o INTEGER, n INTEGER, amount INTEGER, PRIMARY KEY (o, n))")
+    run(admin, "INSERT INTO l VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30), (2, 2, 40)")
+    admin.commit()
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    with sent(writer) as texts:
+        run(writer, "UPDATE l SET amount = amount + 1 WHERE o = ?", [1])  # no versions of o = 1 yet
+    assert any(t.startswith('INSERT INTO "l_cache"') and "RANK" not in t.upper() for t in texts)
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [2]) == [(70,)]
+    assert any("l_storage" in t and "l_cache" not in t for t in texts)
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [1]) == [(32,)]
+        assert rows(reader, "SELECT amount FROM l WHERE o = ? AND n = ?", [1, 2]) == [(21,)]
+    assert not any("l_storage" in t and "l_cache" not in t for t in texts)
+    reader.commit()
+    run(writer, "INSERT INTO l VALUES (?, ?, ?)", [2, 3, 50])
+    writer.commit()
+    with sent(reader) as texts:
+        assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [2]) == [(120,)]  # a key o = 2 begins
+    assert not any("l_storage" in t and "l_cache" not in t for t in texts)
+    reader.commit()

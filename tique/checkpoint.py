@@ -2,8 +2,9 @@
 to storage, applies deletes, and purges cache and metadata rows nobody can need.
 
 Invariant: it only touches versions at or below the stable timestamp, which is at most
-every running transaction's start timestamp, and every step is a single autocommitted
-statement that leaves each key readable from either the cache or storage. So it never
+every running transaction's start timestamp, and every step is a single statement that
+leaves each key readable from either the cache or storage (autocommitted, or on engines
+where no step can conflict, the whole round in one engine transaction). So it never
 blocks, and never aborts, a foreground transaction; a crash between steps is repaired
 by the next run. One checkpointer runs at a time per database (a lock in the process,
 an advisory lock on a server): two interleaved runs could delete a storage row on the
@@ -130,16 +131,23 @@ class Checkpointer:
             backend.checkpoint_lock.release()
 
     def _note_if_empty(self, name: str) -> None:
-        """Records a cache left empty, so reads of the table can skip the snapshot."""
+        """Records a cache left empty, so reads of the table can skip the snapshot, and
+        which ended writers have no rows left in it, so reads of keys no one else wrote
+        can (tique/cache_state.py). Both are taken before the count begins."""
         state = self.backend.cache_state
         if state is None:
             return
         version = state.before_count(name)
-        if version is None:
+        ended, generation = state.ended_writers(name)
+        if version is None and not ended and generation is None:
             return
         q = exp.to_identifier(f"{name}_cache", quoted=True).sql(self.backend.dialect)
-        (count,), = self.backend.rows(self.raw, f"SELECT count(*) FROM {q}", [])
-        if count == 0:
+        present = {int(t) for (t,) in self.backend.rows(self.raw, f"SELECT DISTINCT tq_txid FROM {q}", [])}
+        if ended:
+            state.counted_writers(name, ended, present)
+        if generation is not None:
+            state.counted_unarmed(name, generation, present)
+        if not present and version is not None:
             state.counted_empty(name, version)
 
     def _hold(self, table: str, step: str) -> None:
@@ -153,8 +161,36 @@ class Checkpointer:
         (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])
         context = {"tq_stable": stable, "tq_horizon": int(row[0])}
         catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
+        # A cache known to hold nothing has nothing to move or purge (tique/cache_state.py:
+        # clean means empty, with no writer open, when counted, and none begun since).
+        clean = backend.cache_state.clean() if backend.cache_state is not None else frozenset()
+        work = [(name, ddl) for name, ddl in catalog if name not in clean]
+        if backend.checkpoints_in_one_transaction:
+            moved, purged = self._run_in_one_transaction(work, context)
+        else:
+            moved, purged = self._move_and_purge(work, context)
+        # Counted afterwards, each in a snapshot that sees this round's purge committed.
+        for name, _ in work:
+            self._note_if_empty(name)
+        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+
+    def _run_in_one_transaction(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+        """The whole round as one engine transaction: one commit instead of one per step
+        (on DuckDB each is a write-ahead-log sync), and readers see the round all at once."""
+        backend, raw = self.backend, self.raw
+        backend.begin_engine(raw)
+        try:
+            done = self._move_and_purge(work, context)
+        except BaseException:
+            backend.rollback_engine(raw)
+            raise
+        backend.commit_engine(raw)
+        return done
+
+    def _move_and_purge(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+        backend = self.backend
         moved = purged = 0
-        for name, ddl in catalog:
+        for name, ddl in work:
             delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
             self._execute(delete_storage, context)
             self._hold(name, "delete_storage")
@@ -162,10 +198,9 @@ class Checkpointer:
             self._hold(name, "insert_storage")
             purged += max(backend.affected(self._execute(purge_cache, context)), 0)
             self._hold(name, "purge_cache")
-            self._note_if_empty(name)
         for step in self._metadata:
             self._execute(step, context)
-        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+        return moved, purged
 
 
 def checkpoint(connection: Any) -> CheckpointReport:

@@ -2,6 +2,7 @@
 at most one open tique transaction."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from typing import Any, Callable, Iterable
@@ -19,11 +20,13 @@ from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, Lock
                            WritePlan, batch_rows, batched, make_plan)
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
+from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
-from tique.transaction import BufferedWrite, CommitStatements, Transaction, commit_writer, release, reserve, run_write
+from tique.transaction import (BufferedWrite, CommitStatements, Transaction, commit_writer, key_violation, release, reserve,
+                               run_write)
 
 # Debug faults (negative controls for consistency checkers), never on by default:
 # no-certify: commit without certification (lost updates);
@@ -117,6 +120,8 @@ class Connection:
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)
+        if self.snapshot_formulation is Formulation.STORAGE:  # tique's own choice per statement, never a setting
+            raise ValueError("snapshot must be 'auto', 'rank' or 'scan'")
         self.static_tables = frozenset(t.lower() for t in static_tables)
         self.faults = faults
         self._last_commit_ts: int | None = None  # read by the early-visibility fault only
@@ -221,6 +226,7 @@ class Connection:
             state = self._backend.cache_state
             if state is not None:
                 state.done(old.noted)
+                state.ended(old.txid)
             old.noted = set()
         self._txn_holder[0] = value
 
@@ -404,18 +410,19 @@ class Connection:
             self.close()
 
     # -- execution ------------------------------------------------------------
-    def _plan(self, sql: str) -> Plan:
-        key = (sql, self.snapshot_formulation)
+    def _plan(self, sql: str, formulation: Formulation | None = None) -> Plan:
+        formulation = formulation or self.snapshot_formulation
+        key = (sql, formulation)
         plan = self._plans.get(key)
         if plan is None:
             # Every connection of the process that read the same catalog plans a text the
             # same way, so the plan is shared: many clients parse and rewrite it once.
             catalog = self._catalog_key
-            shared_key = (sql, self.snapshot_formulation, self.static_tables, catalog)
+            shared_key = (sql, formulation, self.static_tables, catalog)
             plan = self._backend.shared_plans.get(shared_key)
             if plan is None:
                 self._misses.clear()
-                plan = make_plan(sql, self._backend, self._lookup_or_refresh, self.snapshot_formulation, self.static_tables,
+                plan = make_plan(sql, self._backend, self._lookup_or_refresh, formulation, self.static_tables,
                                  self._lookup_object)
                 if self._catalog_key is catalog:  # planning looked up no table new to this connection
                     self._backend.shared_plans.put(shared_key, plan)
@@ -651,18 +658,24 @@ class Connection:
             # A read that needs this transaction's uncommitted writes runs on the
             # session holding them; others may run where analytics run best.
             analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-            statement = self._read_statement(plan, txn)
+            statement = self._read_statement(plan, txn, params)
             return self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
         assert isinstance(plan, WritePlan)
         return self._write(plan, params, txn, sql)
 
-    def _read_statement(self, plan: ReadPlan, txn: Transaction) -> Compiled:
-        """The read's statement, reading the tables whose caches are known empty from
-        storage directly (a variant planned once per set of such tables)."""
+    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple) -> Compiled:
+        """The read's statement, reading from storage directly the tables whose caches are
+        known empty, and those it reads one key of that no transaction has versions of
+        in the cache (a variant planned once per set of such tables)."""
         state = self._backend.cache_state
         if state is None or plan.source is None:
             return plan.statement
-        clean = state.clean(since=txn.engine_epoch if txn.engine_open else None).intersection(plan.tables) - txn.written
+        since = txn.engine_epoch if txn.engine_open else None
+        clean = state.clean(since=since).intersection(plan.tables) - txn.written
+        points = read_keys(self._backend.shared_plans, plan.statement.sql, plan.source, self._lookup_or_refresh,
+                           self._backend.dialect, params)
+        clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
+        clean = frozenset(clean)
         if not clean:
             return plan.statement
         found = plan.variants.get(clean)
@@ -696,9 +709,23 @@ class Connection:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
         self._open_engine_transaction(txn)
-        self._note_writing(txn, plan.table.name)
+        rows = self._rows_in(statement, params)
+        clean_keys = self._note_writing(txn, plan.table, statement, params, rows)
+        key_check = None
+        storage_plan = self._plan(statement, Formulation.STORAGE) if clean_keys is not None and rows == 1 else None
+        # Storage alone answers for keys without cached versions, but not for UNIQUE and
+        # CHECK counts, which the validating read carries beside the key check.
+        if isinstance(storage_plan, WritePlan) and storage_plan.params == plan.params and not storage_plan.violations:
+            assert clean_keys is not None
+            plan = storage_plan
+            if plan.validation is not None and all(len(k) == len(plan.table.key) for k in clean_keys):
+                # New keys of which no version is cached: checked here against storage by
+                # key, not by the engine against the cache rows just written.
+                plan, key_check = dataclasses.replace(plan, validation=None), clean_keys
         try:
             count = run_write(self._backend, self._raw, plan, params, context, statement)
+            if key_check is not None:
+                self._check_new_keys(plan.table, key_check, statement)
         except errors.Error:
             raise
         except Exception as error:
@@ -706,12 +733,55 @@ class Connection:
         txn.written.add(plan.table.name)
         return None, None, count
 
-    def _note_writing(self, txn: Transaction, table: str) -> None:
-        """Marks the table's cache as written before anything is (tique/cache_state.py)."""
+    def _check_new_keys(self, table: TableDef, keys: list[Key], statement: str) -> None:
+        """Raises IntegrityError if `keys`, none of which has versions in the cache, repeat
+        one another or a key storage holds."""
+        query, values = storage_key_query(table, keys)
+        shape = ("storage key check", table, tuple(len(p.expressions) for p in query.find_all(exp.In)))
+        compiled = self._backend.shared_plans.get(shape)
+        if compiled is None:
+            compiled = self._backend.compile(query)
+            self._backend.shared_plans.put(shape, compiled)
+        present = {tuple(row) for row in self._backend.rows(self._raw, compiled.sql, compiled.values((), values))}
+        repeated = len(keys) - len(set(keys)) + len(set(keys) & present)
+        if repeated:
+            raise key_violation(table, statement, repeated)
+
+    def _rows_in(self, statement: str, params: tuple) -> int:
+        """How many rows of `statement`'s parameters `params` holds: executemany sends a
+        one-row INSERT's rows as one batch."""
+        single = self._plan(statement)
+        if isinstance(single, WritePlan) and single.params and len(params) > single.params:
+            return len(params) // single.params
+        return 1
+
+    def _note_writing(self, txn: Transaction, table: TableDef, statement: str, params: tuple, rows: int = 1) -> list[Key] | None:
+        """Marks the table's cache, and the keys the write appends versions of, as
+        written before anything is (tique/cache_state.py). Returns those keys if the
+        write touches only keys that had no versions in the cache until now, of its own
+        transaction's neither, as the engine transaction sees it: then storage holds
+        what it reads of them."""
         state = self._backend.cache_state
-        if state is not None and table not in txn.noted:
-            txn.noted.add(table)
-            state.writing(table)
+        if state is None:
+            return None
+        if table.name not in txn.noted:
+            txn.noted.add(table.name)
+            state.writing(table.name)
+        keys: list[Key] | None = []
+        alone = True
+        width = len(params) // rows
+        for row in range(rows):  # a batch's rows each take `width` of its parameters
+            found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._lookup_or_refresh,
+                                            self._backend.dialect, params[row * width:(row + 1) * width])
+            if found is None:
+                keys, alone = None, False
+                break
+            assert keys is not None
+            keys.extend(found)
+            alone = alone and row_alone
+        from_storage = alone and keys is not None and txn.engine_open and state.keys_clean(table.name, keys, txn.engine_epoch)
+        state.writing_keys(txn.txid, table.name, keys)
+        return keys if from_storage else None
 
     def _open_engine_transaction(self, txn: Transaction) -> None:
         """The first write opens the engine transaction that carries all of them."""
@@ -729,6 +799,7 @@ class Connection:
         self._open_engine_transaction(txn)
         for write in pending:
             txn.written.add(write.plan.table.name)  # rows may exist even if a check fails
+            self._note_writing(txn, write.plan.table, write.statement, write.params, self._rows_in(write.statement, write.params))
             try:
                 run_write(self._backend, self._raw, write.plan, write.params, write.context, write.statement)
             except errors.Error:
@@ -888,9 +959,10 @@ class Connection:
     def _fill_from(self, name: str, stage: str, statement: str, txn: Transaction) -> None:
         """Inserts the staged rows into the new tique table through the ordinary write path."""
         backend, raw = self._backend, self._raw
-        fill = self._plan(f"INSERT INTO {_quoted(name, backend)} SELECT * FROM {_quoted(stage, backend)}")
+        text = f"INSERT INTO {_quoted(name, backend)} SELECT * FROM {_quoted(stage, backend)}"
+        fill = self._plan(text)
         assert isinstance(fill, WritePlan)
-        self._note_writing(txn, name)
+        self._note_writing(txn, fill.table, text, ())  # keys unknown to the text: the whole table counts as written
         run_write(backend, raw, fill, (), txn.write_context(), statement)
         txn.written.add(name)
 

@@ -418,7 +418,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
         table = lookup(name) if name else None
         if table is not None:
             write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
-            return _write_plan(tree, write, backend, params)
+            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE)
 
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
@@ -464,11 +464,12 @@ def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
     return found
 
 
-def _key_check(backend: Backend, write: Write) -> tuple[Compiled | None, tuple[tuple[str, str], ...]]:
+def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> tuple[Compiled | None, tuple[tuple[str, str], ...]]:
     """The table's validating read and what each constraint count in it means, compiled
-    once per table, whether ranged and which constraints the write can break; an INSERT
-    ... VALUES binds the range of its keys to it per call (KeyCheck). Tables without
-    UNIQUE or CHECK constraints get the key check alone, as before."""
+    once per table, whether ranged, whether the keys written have no versions in the
+    cache (`from_storage`: the key check reads storage alone) and which constraints the
+    write can break; an INSERT ... VALUES binds the range of its keys to it per call
+    (KeyCheck). Tables without UNIQUE or CHECK constraints get the key check alone."""
     table = write.table
     checks = constraint_checks(table, write.assigned, backend.key_hash, backend.dialect) if table.uniques or table.checks else []
     if not write.checks_keys and not checks:
@@ -477,13 +478,14 @@ def _key_check(backend: Backend, write: Write) -> tuple[Compiled | None, tuple[t
     violations = tuple((kind, message) for kind, message, _ in checks)
 
     def build() -> Compiled:
-        query = validation(table, backend.key_hash, backend.dialect, ranged=ranged) if write.checks_keys else exp.select()
+        query = (validation(table, backend.key_hash, backend.dialect, ranged=ranged, from_storage=from_storage)
+                 if write.checks_keys else exp.select())
         assert query is not None
         for i, (_, _, count) in enumerate(checks):
             query = query.select(exp.alias_(count, f"tq_violations_{i}"), copy=False)
         return backend.compile(query)
 
-    check = _shared(backend, ("key check", table, ranged, write.checks_keys, violations), build)
+    check = _shared(backend, ("key check", table, ranged, write.checks_keys, violations, from_storage), build)
     if not ranged:
         return check, violations
     assert write.written_keys is not None
@@ -491,7 +493,7 @@ def _key_check(backend: Backend, write: Write) -> tuple[Compiled | None, tuple[t
     return KeyCheck(check.sql, check.names, write.written_keys, ranges), violations
 
 
-def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int) -> WritePlan:
+def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False) -> WritePlan:
     table = write.table
     if write.repeat is not None:
         rows, width = write.repeat
@@ -508,6 +510,6 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
     else:
         inserts = tuple(backend.compile(i) for i in write.inserts)
         one_row = None
-    check, violations = _key_check(backend, write)
+    check, violations = _key_check(backend, write, from_storage)
     return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
                      write.checks_keys, violations, one_row)

@@ -197,13 +197,16 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
             if count and kind == "CHECK":
                 raise IntegrityError(describe(statement, message))
         if plan.checks_keys and (row[0] or row[1]):
-            key = ", ".join(plan.table.key)
-            problem = f"duplicate primary key ({key}) in {plan.table.name}: {int(row[0]) + int(row[1])} row(s) would repeat a key"
-            raise IntegrityError(describe(statement, problem))
+            raise key_violation(plan.table, statement, int(row[0]) + int(row[1]))
         for (_, message), count in zip(plan.violations, counts_of_violations):
             if count:
                 raise IntegrityError(describe(statement, message))
     return counts[0]
+
+
+def key_violation(table: TableDef, statement: str, repeated: int) -> IntegrityError:
+    key = ", ".join(table.key)
+    return IntegrityError(describe(statement, f"duplicate primary key ({key}) in {table.name}: {repeated} row(s) would repeat a key"))
 
 
 class _Lost(Exception):

@@ -143,6 +143,9 @@ class Backend(ABC):
     # snapshots (tique/rewrite/lateral.py): for engines that push no join condition into
     # a subquery but run a lateral one per row through indexes.
     lateral_point_reads = False
+    # The checkpointer runs a round as one engine transaction, where no step can meet an
+    # engine conflict (only the checkpointer deletes; foreground writers only append).
+    checkpoints_in_one_transaction = False
 
     @abstractmethod
     def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:

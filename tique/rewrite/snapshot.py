@@ -6,13 +6,16 @@ from enum import Enum
 from sqlglot import exp
 
 from tique.catalog import PACKED, TableDef
-from tique.rewrite.templates import KeyHash, column, packed_key, table_template
+from tique.rewrite.templates import KeyHash, column, packed_key, quoted, table_template
 
 
 class Formulation(str, Enum):
     RANK = "rank"  # rank() window: point and key lookups
     SCAN = "scan"  # anti-join/union: scans and analytics
     AUTO = "auto"  # picked per table reference from the query's filters
+    # The storage table alone: only for a statement touching keys that no transaction has
+    # versions of in the cache (tique/cache_state.py), where it is the snapshot.
+    STORAGE = "storage"
 
 
 def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
@@ -32,6 +35,8 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
+    if formulation is Formulation.STORAGE:
+        return exp.select(*[exp.column(quoted(c)) for c in (only or columns)]).from_(exp.Table(this=quoted(table.storage)))
     carried = None
     if only is not None and not physical:
         columns = only

@@ -164,7 +164,8 @@ def _range_filter(table: TableDef, side: str, ranged: tuple[tuple[str, int, int]
     return exp.and_(*[exp.Between(this=column(name, side), low=lo, high=hi) for name, lo, hi in casts])
 
 
-def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, ranged: bool = False) -> exp.Expression | None:
+def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, ranged: bool = False,
+               from_storage: bool = False) -> exp.Expression | None:
     """One query counting (duplicate keys written, keys already present) for a statement
     that writes new keys: it reads the rows the statement wrote (by transaction and
     sequence number), so one text serves every statement writing the table. NOT NULL
@@ -172,7 +173,10 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
 
     `ranged` also filters each branch by the range of the integer key values written
     (see _range_filter), which engines evaluate far more cheaply than the semi-join
-    against the written rows that keeps the check exact."""
+    against the written rows that keeps the check exact.
+
+    `from_storage`: the keys written had no versions in the cache (tique/cache_state.py),
+    so the keys already present are storage's."""
     if table.hidden_rowid:
         return None
     grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
@@ -180,7 +184,7 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
                .group_by(*[column(k, "n") for k in table.key])
                .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
     duplicates = _count(grouped)
-    before = snapshot(table, Formulation.RANK, key_hash, physical=True)
+    before = snapshot(table, Formulation.STORAGE if from_storage else Formulation.RANK, key_hash, physical=True)
     for p in before.find_all(exp.Placeholder):
         if p.this == "tq_seq_limit":  # the snapshot just before this statement's new versions
             p.set("this", "tq_seq_write")
