@@ -333,3 +333,43 @@ def test_writes_and_reads_by_leading_key_columns(tmp_path: Path) -> None:
         assert rows(reader, "SELECT sum(amount) FROM l WHERE o = ?", [2]) == [(120,)]  # a key o = 2 begins
     assert not any("l_storage" in t and "l_cache" not in t for t in texts)
     reader.commit()
+
+
+def test_every_row_of_an_executemany_batch_keeps_its_key_off_storage_reads(tmp_path: Path) -> None:
+    """executemany sends a one-row INSERT's rows as one batch: each row's key is noted as
+    written, so a point read or update of any of them reads its version in the cache."""
+    admin, reader = fresh(tmp_path)
+    checkpoint(admin)  # armed: every later write of t registers its keys
+    writer = tique.connect(admin.url)
+    writer.cursor().executemany("INSERT INTO t VALUES (?, ?)", [(k, f"n{k}") for k in range(100, 150)])
+    writer.commit()
+    for key in (100, 125, 149):
+        assert rows(reader, "SELECT v FROM t WHERE id = ?", [key]) == [(f"n{key}",)]
+    assert run(reader, "UPDATE t SET v = 'u' WHERE id = ?", [137]) == 1
+    reader.commit()
+    assert rows(reader, "SELECT v FROM t WHERE id = ?", [137]) == [("u",)]
+    reader.commit()
+
+
+def test_writes_to_tables_with_unique_or_check_constraints_keep_their_checks(tmp_path: Path) -> None:
+    """A key without cached versions may be checked against storage alone, but a UNIQUE
+    value must still be checked against every row's newest version."""
+    url = f"duckdb:///{tmp_path}/unique.db"
+    admin = tique.connect(url)
+    run(admin, "CREATE TABLE q (id INTEGER PRIMARY KEY, tag INTEGER UNIQUE, n INTEGER CHECK (n >= 0))")
+    run(admin, "INSERT INTO q VALUES (1, 10, 0), (2, 20, 0)")
+    admin.commit()
+    checkpoint(admin)
+    run(admin, "UPDATE q SET tag = 30 WHERE id = ?", [2])  # tag 30 now lives in the cache only
+    admin.commit()
+    writer = tique.connect(url)
+    for statement, values in (("INSERT INTO q VALUES (?, ?, ?)", [3, 30, 0]),   # a new key, a cached tag
+                              ("INSERT INTO q VALUES (?, ?, ?)", [4, 40, -1]),  # a new key, CHECK broken
+                              ("UPDATE q SET tag = 30 WHERE id = ?", [1])):      # a key without versions
+        try:
+            run(writer, statement, values)
+        except tique.IntegrityError:
+            writer.rollback()
+            continue
+        raise AssertionError(f"accepted: {statement} {values}")
+    assert rows(writer, "SELECT id, tag FROM q ORDER BY id") == [(1, 10), (2, 30)]
