@@ -563,7 +563,11 @@ class Generator:
             scope.append(src)
             conditions.append(self._join_condition(src, [target], full=True))
         assigned = rng.sample(list(table.columns), rng.randint(1, min(2, len(table.columns))))
-        tree.set("expressions", [exp.EQ(this=exp.column(c.name), expression=self.expr(c.family, scope, 2))
+        # The new values come from the target row alone: with FROM, a target row several
+        # source rows match takes its values from an arbitrary one of them (undefined in
+        # SQL, and not caught by reordering the rows), while the FROM's filtering and the
+        # rows updated once each stay defined and compared.
+        tree.set("expressions", [exp.EQ(this=exp.column(c.name), expression=self.expr(c.family, [target], 2))
                                  for c in assigned])
         if rng.random() < 0.8:
             conditions.append(self.predicate(scope, 2))
