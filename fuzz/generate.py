@@ -71,6 +71,15 @@ def param(value: Any) -> exp.Placeholder:
     return node
 
 
+def _where_all(tree: exp.Expression, conditions: list[exp.Expression]) -> None:
+    """Sets `tree`'s WHERE to the conjunction of `conditions`, if any."""
+    if conditions:
+        where = conditions[0]
+        for extra in conditions[1:]:
+            where = exp.And(this=paren(where), expression=paren(extra))
+        tree.set("where", exp.Where(this=where))
+
+
 @dataclass
 class Generator:
     rng: random.Random
@@ -571,11 +580,7 @@ class Generator:
                                  for c in assigned])
         if rng.random() < 0.8:
             conditions.append(self.predicate(scope, 2))
-        if conditions:
-            where = conditions[0]
-            for extra in conditions[1:]:
-                where = exp.And(this=paren(where), expression=paren(extra))
-            tree.set("where", exp.Where(this=where))
+        _where_all(tree, conditions)
         return Statement(tree)
 
     def delete(self) -> Statement:
@@ -591,11 +596,7 @@ class Generator:
             conditions.append(self._join_condition(src, [target], full=True))
         if rng.random() < 0.85:
             conditions.append(self.predicate(scope, 2))
-        if conditions:
-            where = conditions[0]
-            for extra in conditions[1:]:
-                where = exp.And(this=paren(where), expression=paren(extra))
-            tree.set("where", exp.Where(this=where))
+        _where_all(tree, conditions)
         return Statement(tree)
 
     def statement(self) -> Statement:
