@@ -484,6 +484,11 @@ class Generator:
             base.set("expressions", [exp.alias_(self.expr(f, scope, 1), n) for f, n in zip(signature, names)])
             if self.features.distinct and rng.random() < 0.25:
                 base.set("distinct", exp.Distinct())
+        if base.find(exp.RowNumber) is not None:
+            # ROW_NUMBER under ties numbers peers in whatever order a plan meets them, and the
+            # partitioned query is another plan: its rows may differ from the query's with no
+            # bug anywhere (the reordered native copy checks the query alone). No TLP then.
+            return Statement(base)
         distinct = base.args.get("distinct") is not None
         parts = []
         for part in (paren(predicate.copy()), exp.Not(this=paren(predicate.copy())),
