@@ -95,24 +95,29 @@ class Native:
     (`begin`/`commit`/`rollback`), which is how the run keeps or undoes each of them."""
 
     engine: str
+    begin_sql = "BEGIN"
+    conn: Any
 
     def execute(self, sql: str, params: Sequence[Any], *, write: bool) -> Outcome:
         raise NotImplementedError
 
+    # A connection whose own execute() runs a statement (DuckDB's, psycopg's); MonetDB's
+    # runs them through cursors and says so.
     def begin(self) -> None:
-        raise NotImplementedError
+        self.conn.execute(self.begin_sql)
 
     def commit(self) -> None:
-        raise NotImplementedError
+        self.conn.execute("COMMIT")
 
     def rollback(self) -> None:
-        raise NotImplementedError
+        self.conn.execute("ROLLBACK")
 
     def close(self) -> None:
-        raise NotImplementedError
+        self.conn.close()
 
 
 class NativeDuckDB(Native):
+    begin_sql = "BEGIN TRANSACTION"
     engine = "duckdb"
 
     def __init__(self) -> None:
@@ -131,17 +136,6 @@ class NativeDuckDB(Native):
         except Exception as error:  # every engine error is an outcome to compare
             return _error(error)
 
-    def begin(self) -> None:
-        self.conn.execute("BEGIN TRANSACTION")
-
-    def commit(self) -> None:
-        self.conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class NativePostgres(Native):
@@ -163,17 +157,6 @@ class NativePostgres(Native):
         except Exception as error:
             return _error(error)
 
-    def begin(self) -> None:
-        self.conn.execute("BEGIN")
-
-    def commit(self) -> None:
-        self.conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class NativeMonetDB(Native):
