@@ -278,6 +278,7 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
             if moved != count:
                 raise ProgrammingError(f"adopt: {name!r} had {count} rows but {moved} reached storage; nothing was changed")
             _release_owned_sequences(backend, raw, table, name)
+            backend.refresh_statistics(raw, [table.storage])  # a bulk-filled table, never analyzed
             backend.execute(raw, f"DROP TABLE {q(name)}", [])
             backend.execute(raw, "INSERT INTO tq_tables (name, ddl) VALUES ($1, $2)", [table.name, canonical_ddl(table, backend.dialect)])
         adopted[table.name] = int(count)

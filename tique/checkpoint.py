@@ -28,6 +28,10 @@ from tique.rewrite.templates import table_template, template
 
 
 CONFLICT_RETRIES = 20
+# How often the checkpointer refreshes a cache table's planner statistics (see
+# Checkpointer._refresh_statistics), and the metadata tables it refreshes beside the caches.
+STATISTICS_INTERVAL_S = 10.0
+STATISTICS_METADATA = ("tq_write_sets", "tq_outcome")
 _log = logging.getLogger("tique.checkpoint")
 TABLE_STEPS = ("delete_storage", "insert_storage", "purge_cache")  # per table, in order
 
@@ -85,6 +89,7 @@ class Checkpointer:
         self._compiled: dict[tuple[str, str], list[Compiled]] = {}
         self._metadata = [backend.compile(t) for t in template("common/checkpoint_purge_metadata.sql")]
         self.pause: PausePoint | None = None  # debug fault (see PausePoint); None in normal use
+        self._statistics_taken: float | None = None  # when _refresh_statistics last ran
 
     def close(self) -> None:
         try:
@@ -165,6 +170,7 @@ class Checkpointer:
         # clean means empty, with no writer open, when counted, and none begun since).
         clean = backend.cache_state.clean() if backend.cache_state is not None else frozenset()
         work = [(name, ddl) for name, ddl in catalog if name not in clean]
+        self._refresh_statistics([name for name, _ in work])
         if backend.checkpoints_in_one_transaction:
             moved, purged = self._run_in_one_transaction(work, context)
         else:
@@ -173,6 +179,22 @@ class Checkpointer:
         for name, _ in work:
             self._note_if_empty(name)
         return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+
+    def _refresh_statistics(self, names: list[str]) -> None:
+        """The tables the planner estimates snapshot reads and certification by (the
+        caches that hold rows, the write-sets, the outcomes), refreshed every
+        STATISTICS_INTERVAL_S, before this round purges them, so that the statistics
+        describe them as readers and certifiers meet them. Statistics only guide plans:
+        a failure here (a table dropped meanwhile) leaves the round to go on."""
+        now = time.monotonic()
+        if self._statistics_taken is not None and now - self._statistics_taken < STATISTICS_INTERVAL_S:
+            return
+        try:
+            self.backend.refresh_statistics(self.raw, [*(f"{n}_cache" for n in names), *STATISTICS_METADATA])
+        except Exception as error:  # noqa: BLE001 - advisory, see above
+            _log.debug("statistics not refreshed: %s", error)
+            return
+        self._statistics_taken = now
 
     def _run_in_one_transaction(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
         """The whole round as one engine transaction: one commit instead of one per step

@@ -51,6 +51,7 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
                 assert branch is not None
                 side = ref.alias_or_name
                 branch.where(exp.and_(*[exp.EQ(this=column(k, side), expression=key_values[k].copy()) for k in table.key]), copy=False)
+        _newest_version(query)
     if point is not None and table.packed:
         for ref in list(query.find_all(exp.Table)):
             if ref.name in (table.storage, table.cache):
@@ -73,6 +74,29 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
                 # tests/test_packed_checkpoint_race.py pins the mechanism.
                 branch.where(exp.EQ(this=column(PACKED, ref.alias_or_name), expression=packed_key(table, point)), copy=False)
     return query
+
+
+def _newest_version(query: exp.Query) -> None:
+    """A rank snapshot filtered to one key becomes its newest version, `ORDER BY tq_ord
+    DESC, tq_seq DESC LIMIT 1`, instead of `rank() = 1`: a lateral read runs once per row
+    before it, and PostgreSQL's window over the probe's rows (an Append, a Sort and a
+    WindowAgg per row) cost more than the two index probes under it (Stock-Level:
+    2.7 ms against 4.6 ms for 215 probes). The result is the same because one key's
+    versions never tie on (tq_ord, tq_seq): its storage row is unique (primary key) and
+    ranks 0, each committed version ranks by its transaction's own commit timestamp, and
+    the reading transaction's own versions rank above those by statement sequence."""
+    window = query.find(exp.Window)
+    assert window is not None and isinstance(window.parent, exp.Alias)
+    ranked = window.parent.parent
+    assert isinstance(ranked, exp.Select)
+    order = window.args["order"]
+    ranked.set("expressions", [e for e in ranked.expressions if e is not window.parent])
+    ranked.set("order", order.copy())
+    ranked.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+    outer = query if isinstance(query, exp.Select) else None
+    assert outer is not None and outer.args.get("where") is not None
+    kept = [c for c in outer.args["where"].this.flatten() if not any(col.name == "tq_rank" for col in c.find_all(exp.Column))]
+    outer.set("where", exp.Where(this=exp.and_(*kept)))
 
 
 def _is_value(node: exp.Expression) -> bool:
