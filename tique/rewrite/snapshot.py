@@ -83,8 +83,10 @@ def _newest_version(query: exp.Query) -> None:
     WindowAgg per row) cost more than the two index probes under it (Stock-Level:
     2.7 ms against 4.6 ms for 215 probes). The result is the same because one key's
     versions never tie on (tq_ord, tq_seq): its storage row is unique (primary key) and
-    ranks 0, each committed version ranks by its transaction's own commit timestamp, and
-    the reading transaction's own versions rank above those by statement sequence."""
+    ranks 0, each committed transaction's versions by that transaction's own commit
+    timestamp, the reading transaction's own above all of those, and one transaction's
+    versions of the key by statement sequence (a statement writes a key once, and its
+    tombstone of a key it moved away from ranks below its version: tique/rewrite/writes.py)."""
     window = query.find(exp.Window)
     assert window is not None and isinstance(window.parent, exp.Alias)
     ranked = window.parent.parent
