@@ -21,6 +21,7 @@ from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
+from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, _names_cte_in_scope, reads_by_scan, referenced_tables, replace_tables
@@ -49,6 +50,7 @@ class ReadPlan:
     # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
     source: exp.Expression | None = None
     variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
+    reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of it (tique/read_sets.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class WritePlan:
     # the many-row insert executemany sends per batch (see batched); None for other writes.
     rows: RowTemplate | None = None
     batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
+    reads: ReadShape = NOTHING  # what it reads besides the keys it writes (tique/read_sets.py)
 
 
 # How many rows executemany sends in one insert, and how many values at most (PostgreSQL
@@ -107,7 +110,7 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
             keys = tuple(tuple(s + k * width if type(s) is int else s for s in validation.keys[0]) for k in range(rows))
             validation = dataclasses.replace(validation, keys=keys)
         found = WritePlan(plan.table, (plan.rows.expand(rows),), validation, plan.undo, plan.params * rows,
-                          plan.checks_keys, plan.violations)
+                          plan.checks_keys, plan.violations, reads=plan.reads.scans_only())
         if len(plan.batches) >= _BATCHES_KEPT:
             plan.batches.clear()
         plan.batches[rows] = found
@@ -417,8 +420,9 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
         name = _target_name(tree)
         table = lookup(name) if name else None
         if table is not None:
+            reads = write_shape(tree, table, lookup, backend.dialect)  # of the statement as written
             write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
-            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE)
+            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE, reads)
 
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
@@ -441,8 +445,9 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
     source = tree.copy() if backend.cache_state is not None else None
+    reads = query_shape(tree, lookup, backend.dialect)
     return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
-                    params, names, analytic, source)
+                    params, names, analytic, source, reads=reads)
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
@@ -493,7 +498,8 @@ def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> tu
     return KeyCheck(check.sql, check.names, write.written_keys, ranges), violations
 
 
-def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False) -> WritePlan:
+def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False,
+                reads: ReadShape = NOTHING) -> WritePlan:
     table = write.table
     if write.repeat is not None:
         rows, width = write.repeat
@@ -512,4 +518,4 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         one_row = None
     check, violations = _key_check(backend, write, from_storage)
     return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
-                     write.checks_keys, violations, one_row)
+                     write.checks_keys, violations, one_row, reads=reads)

@@ -1,0 +1,359 @@
+"""SERIALIZABLE (write-snapshot isolation with ordered certification: tique/read_sets.py,
+tique/transaction.py) on every engine: write skew by point reads and by scans aborts one
+transaction, the read-only anomaly cannot happen, invariants hold under contention, and
+read-sets are purged and recovered like write-sets."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import tique
+from drivers import open_system
+from elle.checker import check_file
+from elle.runner import RunConfig
+from elle.runner import run as elle_run
+from elle.workload import WorkloadConfig
+from progress import until_progress
+from tique.checkpoint import checkpoint
+from tique.transaction import CommitPause
+
+Connect = Callable[..., tique.Connection]
+WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
+
+
+def run(conn: tique.Connection, sql: str, params: tuple = ()) -> list[tuple]:
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    return cur.fetchall() if cur.description else []
+
+
+def _doctors(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    run(conn, "CREATE TABLE doctors (id INTEGER PRIMARY KEY, on_call BOOLEAN NOT NULL)")
+    run(conn, "INSERT INTO doctors VALUES (1, TRUE), (2, TRUE)")
+
+
+def _go_off_call_by_points(conn: tique.Connection, me: int, other: int) -> None:
+    """Reads both doctors by key; leaves only if the other stays on call."""
+    (mine,) = run(conn, "SELECT on_call FROM doctors WHERE id = ?", (me,))
+    (theirs,) = run(conn, "SELECT on_call FROM doctors WHERE id = ?", (other,))
+    assert mine[0] and theirs[0]
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = ?", (me,))
+
+
+def _go_off_call_by_scan(conn: tique.Connection, me: int) -> None:
+    """Counts the doctors on call (a predicate read of the whole table); leaves if two are."""
+    assert run(conn, "SELECT count(*) FROM doctors WHERE on_call") == [(2,)]
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = ?", (me,))
+
+
+def _write_skew(connect: Connect, level: str, go: Callable[[tique.Connection, int], None]) -> tuple[list[str], list[tuple]]:
+    _doctors(connect)
+    alice, bob = connect(isolation_level=level), connect(isolation_level=level)
+    go(alice, 1)
+    go(bob, 2)
+    outcomes = []
+    for conn in (alice, bob):
+        try:
+            conn.commit()
+            outcomes.append("committed")
+        except tique.SerializationFailure:
+            outcomes.append("aborted")
+    return outcomes, run(connect(), "SELECT id FROM doctors WHERE on_call ORDER BY id")
+
+
+def test_write_skew_by_point_reads(connect: Connect) -> None:
+    outcomes, on_call = _write_skew(connect, "serializable", lambda c, me: _go_off_call_by_points(c, me, 3 - me))
+    assert outcomes == ["committed", "aborted"]
+    assert on_call == [(2,)]
+
+
+def test_write_skew_commits_both_at_snapshot(connect: Connect) -> None:
+    outcomes, on_call = _write_skew(connect, "repeatable read", lambda c, me: _go_off_call_by_points(c, me, 3 - me))
+    assert outcomes == ["committed", "committed"]
+    assert on_call == []
+
+
+def test_write_skew_by_scan(connect: Connect) -> None:
+    outcomes, on_call = _write_skew(connect, "serializable", _go_off_call_by_scan)
+    assert outcomes == ["committed", "aborted"]
+    assert on_call == [(2,)]
+
+
+def test_write_skew_by_scan_at_snapshot_and_without_read_certification(connect: Connect) -> None:
+    outcomes, on_call = _write_skew(connect, "snapshot", _go_off_call_by_scan)
+    assert outcomes == ["committed", "committed"] and on_call == []
+
+
+def test_no_read_certify_fault_allows_write_skew(connect: Connect) -> None:
+    _doctors(connect)
+    alice = connect(isolation_level="serializable", faults={"no-read-certify"})
+    bob = connect(isolation_level="serializable", faults={"no-read-certify"})
+    _go_off_call_by_scan(alice, 1)
+    _go_off_call_by_scan(bob, 2)
+    alice.commit()
+    bob.commit()
+    assert run(connect(), "SELECT count(*) FROM doctors WHERE on_call") == [(0,)]
+
+
+def test_level_by_statement_and_read_after_write_of_key_read_by_other(connect: Connect) -> None:
+    """BEGIN ISOLATION LEVEL SERIALIZABLE chooses it for one transaction; a key read and
+    then written by a concurrent committer aborts the reader-writer."""
+    _doctors(connect)
+    conn, other = connect(), connect()
+    cur = conn.cursor()
+    cur.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+    run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    other.commit()
+    run(conn, "INSERT INTO doctors VALUES (3, TRUE)")
+    with pytest.raises(tique.SerializationFailure, match="read"):
+        conn.commit()
+    assert run(connect(), "SELECT id FROM doctors ORDER BY id") == [(1,), (2,)]
+    # The same at SNAPSHOT commits (no read is certified).
+    conn.isolation_level = "snapshot"
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 2") == [(True,)]
+    run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+    other.commit()
+    run(conn, "INSERT INTO doctors VALUES (3, TRUE)")
+    conn.commit()
+
+
+def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> None:
+    """A point read that finds nothing records the key: a concurrent insert of it is a conflict (a phantom)."""
+    _doctors(connect)
+    conn, other = connect(isolation_level="serializable"), connect()
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 7") == []
+    run(other, "INSERT INTO doctors VALUES (7, TRUE)")
+    other.commit()
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    with pytest.raises(tique.SerializationFailure):
+        conn.commit()
+
+
+def test_unrelated_keys_do_not_conflict(connect: Connect) -> None:
+    _doctors(connect)
+    run(connect(autocommit=True), "INSERT INTO doctors VALUES (3, TRUE), (4, TRUE)")
+    a, b = connect(isolation_level="serializable"), connect(isolation_level="serializable")
+    assert run(a, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+    assert run(b, "SELECT on_call FROM doctors WHERE id = 3") == [(True,)]
+    run(a, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+    run(b, "UPDATE doctors SET on_call = FALSE WHERE id = 4")
+    a.commit()
+    b.commit()
+
+
+def test_read_only_serializable_is_never_checked(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+    """A reader that writes nothing logs nothing and always commits, whatever committed
+    meanwhile: its snapshot is a prefix of the commit order, so it serializes right after
+    the commit it started at. Its commit costs what a SNAPSHOT reader's does."""
+    _doctors(connect)
+    reader, writer = connect(isolation_level="serializable"), connect()
+    assert run(reader, "SELECT count(*) FROM doctors WHERE on_call") == [(2,)]
+    run(writer, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    writer.commit()
+    assert run(reader, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]  # its snapshot
+    before = reader.counters
+    reader.commit()
+    spent = reader.counters - before
+    snapshot_reader = connect()
+    assert run(snapshot_reader, "SELECT count(*) FROM doctors WHERE on_call") == [(1,)]
+    baseline = snapshot_reader.counters
+    snapshot_reader.commit()
+    assert spent.round_trips == (snapshot_reader.counters - baseline).round_trips
+    assert native("SELECT count(*) FROM tq_read_sets") == [(0,)]
+
+
+def test_read_only_anomaly_is_not_possible(connect: Connect) -> None:
+    """Issue 12's counterexample, forced: T_b takes its commit timestamp (10) and is held
+    before its write-set is logged; T_a, which read x, takes 11 and reaches certification.
+    Ordered certification makes T_a wait for T_b, see its write of x and abort, so a
+    reader that sees T_b's x never misses T_a's y."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    run(setup, "INSERT INTO kv VALUES (1, 0), (2, 0)")  # x = key 1, y = key 2
+    t_b = connect(isolation_level="serializable", commit_timeout=WAIT)
+    t_a = connect(isolation_level="serializable", commit_timeout=WAIT)
+    assert run(t_a, "SELECT v FROM kv WHERE k = 1") == [(0,)]  # T_a reads the old x
+    run(t_b, "UPDATE kv SET v = 1 WHERE k = 1")  # T_b writes x
+    run(t_a, "UPDATE kv SET v = 1 WHERE k = 2")  # T_a writes y
+    t_b.commit_pause = held = CommitPause("timestamp-taken", timeout=WAIT)
+    t_a.commit_pause = certifying = CommitPause("certifying", timeout=WAIT)
+    certifying.resume.set()  # only to learn that T_a reached certification
+    results: dict[str, Any] = {}
+
+    def commit(name: str, conn: tique.Connection) -> None:
+        try:
+            conn.commit()
+            results[name] = "committed"
+        except BaseException as error:
+            results[name] = error
+
+    b = threading.Thread(target=commit, args=("b", t_b))
+    b.start()
+    assert held.reached.wait(WAIT), results
+    a = threading.Thread(target=commit, args=("a", t_a))
+    a.start()
+    assert certifying.reached.wait(WAIT), results
+    # T_a holds the higher commit timestamp and is at certification; T_b's write-set is not logged.
+    assert a.is_alive() and "a" not in results
+    held.resume.set()
+    b.join(WAIT)
+    a.join(WAIT)
+    assert not a.is_alive() and not b.is_alive()
+    assert results["b"] == "committed"
+    assert isinstance(results["a"], tique.SerializationFailure), results
+    reader = connect(isolation_level="serializable")
+    assert run(reader, "SELECT k, v FROM kv ORDER BY k") == [(1, 1), (2, 0)]
+    reader.commit()
+
+
+def test_bank_invariant_under_contention(connect: Connect) -> None:
+    """Threads move money between accounts only if the total of the pair stays above a
+    floor, reading both by key; a withdrawal checks the sum over every account (a scan).
+    At SERIALIZABLE the total never drops below the floor, whatever interleaves."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)")
+    run(setup, "INSERT INTO accounts VALUES (1, 50), (2, 50), (3, 50), (4, 50)")
+    floor, committed, failures = 100, [0], []
+    lock = threading.Lock()
+
+    def client(seed: int) -> None:
+        conn = connect(isolation_level="serializable")
+        for i in range(15):
+            account = 1 + (seed + i) % 4
+            try:
+                (total,) = run(conn, "SELECT sum(balance) FROM accounts")
+                (mine,) = run(conn, "SELECT balance FROM accounts WHERE id = ?", (account,))
+                if total[0] - 30 >= floor:  # withdraw 30 only if the bank keeps its floor
+                    run(conn, "UPDATE accounts SET balance = ? WHERE id = ?", (mine[0] - 30, account))
+                conn.commit()
+                with lock:
+                    committed[0] += 1
+            except tique.SerializationFailure:
+                conn.rollback()
+            except BaseException as error:  # surfaced below
+                failures.append(error)
+                return
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT * 5)
+    assert not failures, failures
+    assert not any(t.is_alive() for t in threads)
+    (total,) = run(connect(), "SELECT sum(balance) FROM accounts")
+    assert total[0] >= floor and committed[0] > 0
+    assert total[0] == 200 - 30 * ((200 - total[0]) // 30)
+
+
+def test_on_call_invariant_under_contention(connect: Connect) -> None:
+    """Several threads each try to take a doctor off call if at least two are on call,
+    and put one back; at SERIALIZABLE at least one stays on call at every commit."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE doctors (id INTEGER PRIMARY KEY, on_call BOOLEAN NOT NULL)")
+    run(setup, "INSERT INTO doctors VALUES (1, TRUE), (2, TRUE), (3, TRUE)")
+    failures: list[BaseException] = []
+    seen: list[int] = []
+
+    def client(me: int) -> None:
+        conn = connect(isolation_level="serializable")
+        for i in range(12):
+            try:
+                on_call = [r[0] for r in run(conn, "SELECT id FROM doctors WHERE on_call")]
+                seen.append(len(on_call))
+                if i % 3 == 2:
+                    run(conn, "UPDATE doctors SET on_call = TRUE WHERE id = ?", (me,))
+                elif len(on_call) >= 2 and me in on_call:
+                    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = ?", (me,))
+                conn.commit()
+            except tique.SerializationFailure:
+                conn.rollback()
+            except BaseException as error:
+                failures.append(error)
+                return
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT * 5)
+    assert not failures, failures
+    assert not any(t.is_alive() for t in threads)
+    assert min(seen) >= 1
+    assert run(connect(), "SELECT count(*) FROM doctors WHERE on_call")[0][0] >= 1
+
+
+def test_checkpoint_purges_read_sets(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+    _doctors(connect)
+    conn = connect(isolation_level="serializable")
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+    conn.commit()
+    assert native("SELECT count(*) FROM tq_read_sets")[0][0] >= 1
+    checkpoint(conn)
+    assert native("SELECT count(*) FROM tq_read_sets") == [(0,)]
+    assert native("SELECT count(*) FROM tq_write_sets") == [(0,)]
+
+
+def test_recovery_after_unfinished_serializable_transaction(connect: Connect, url: str,
+                                                            native: Callable[[str], list[tuple]]) -> None:
+    """A SERIALIZABLE writer whose read-set and write-set are logged but which never
+    decided (its client gone at certification) is aborted by recovery; its rows never show."""
+    _doctors(connect)
+    conn = connect(isolation_level="serializable", commit_timeout=WAIT)
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+    conn.commit_pause = held = CommitPause("certifying", timeout=0.01)  # never resumed: the commit fails there
+    with pytest.raises(tique.OperationalError):
+        conn.commit()
+    assert held.reached.is_set()
+    assert native("SELECT count(*) FROM tq_read_sets")[0][0] >= 1
+    from tique.recovery import recover
+    recover(conn.backend, conn._raw, list(conn.tables.values()), force=True, first_open=False)
+    fresh = connect(isolation_level="serializable")
+    assert run(fresh, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,), (2,)]
+    assert run(fresh, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+    run(fresh, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+    fresh.commit()
+    checkpoint(fresh)
+    assert native("SELECT count(*) FROM tq_read_sets") == [(0,)]
+    assert run(fresh, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,)]
+
+
+# ---------------------------------------------------------------- Elle list-append
+
+def _elle(engine: str, url: str, tmp_path: Path, txns: int, faults: tuple[str, ...] = ()) -> tuple[Any, Any]:
+    """One list-append run at SERIALIZABLE (through tique.connect's isolation_level), and
+    its history checked against Elle's serializable model."""
+    system = open_system(f"tique-{engine}", url=url, isolation_level="serializable")
+    try:
+        result = elle_run(system, RunConfig(txns=txns, clients=4, faults=faults, workload=WorkloadConfig(key_count=5, seed=11)),
+                          tmp_path / f"history-{len(list(tmp_path.iterdir()))}.edn")
+    finally:
+        system.close()
+    return result, check_file(result.history, "serializable")
+
+
+def test_elle_list_append_is_serializable(engine: str, url: str, tmp_path: Path) -> None:
+    txns = {"duckdb": 400, "postgres": 400, "monetdb": 300}[engine]
+    result, verdict = _elle(engine, url, tmp_path, txns)
+    assert verdict.valid, verdict.summary()
+    assert result.txns == txns and result.ok > txns // 4 and result.info == 0
+    assert result.fail > 0  # 4 clients on 5 hot keys do conflict
+    assert result.final.ok and not result.notes
+    assert check_file(result.history, "strong-session-snapshot-isolation").valid
+
+
+def test_elle_no_read_certify_is_flagged_with_g2_item(engine: str, url: str, tmp_path: Path) -> None:
+    """The negative control: SERIALIZABLE without the read-set check is snapshot isolation
+    again, whose write skew Elle finds as G2-item (and nothing worse)."""
+    result, verdict = until_progress(lambda txns: _elle(engine, url, tmp_path, int(txns), ("no-read-certify",)),
+                                     lambda found: "G2-item" in found[1].anomaly_counts, 300.0, bound=2400.0)
+    assert "G2-item" in verdict.anomaly_counts, verdict.anomaly_counts
+    assert set(verdict.anomaly_counts) <= {"G2-item", "G-nonadjacent"}, verdict.anomaly_counts
+    assert check_file(result.history, "strong-session-snapshot-isolation").valid
