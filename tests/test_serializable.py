@@ -325,6 +325,54 @@ def test_recovery_after_unfinished_serializable_transaction(connect: Connect, ur
     assert run(fresh, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,)]
 
 
+# ---------------------------------------------------------------- FOR SHARE (PostgreSQL)
+
+@pytest.mark.parametrize("level", ["snapshot", "serializable"])
+def test_for_share_certifies_against_writes_only(connect: Connect, engine: str, level: str) -> None:
+    """A row read FOR SHARE is protected from writers that commit after the reader began
+    (the reader loses, as PostgreSQL's locker does at repeatable read when the row changed
+    under it), at every level; two sharers never abort each other."""
+    if engine != "postgres":
+        pytest.skip("PostgreSQL only: DuckDB and MonetDB have no locking reads")
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE acc (id INTEGER PRIMARY KEY, bal INTEGER NOT NULL)")
+    run(setup, "INSERT INTO acc VALUES (1, 100), (2, 100)")
+
+    # Two sharers of one row, one of which also writes another row: both commit.
+    first, second = connect(isolation_level=level), connect(isolation_level=level)
+    assert run(first, "SELECT bal FROM acc WHERE id = 1 FOR SHARE") == [(100,)]
+    assert run(second, "SELECT bal FROM acc WHERE id = 1 FOR KEY SHARE") == [(100,)]
+    run(second, "UPDATE acc SET bal = 90 WHERE id = 2")
+    second.commit()
+    first.commit()
+
+    # A writer of the shared row that commits first makes the sharer (read-only or not) lose.
+    for sharer_writes in (False, True):
+        sharer, writer = connect(isolation_level=level), connect()
+        assert run(sharer, "SELECT bal FROM acc WHERE id = ? FOR SHARE", (1,)) == [(100,)]
+        run(writer, "UPDATE acc SET bal = bal WHERE id = 1")
+        writer.commit()
+        if sharer_writes:
+            run(sharer, "UPDATE acc SET bal = bal + 1 WHERE id = 2")
+        with pytest.raises(tique.SerializationFailure):
+            sharer.commit()
+
+    # The sharer commits first: the writer, which natively waits for it, commits after.
+    sharer, writer = connect(isolation_level=level), connect()
+    assert run(sharer, "SELECT id FROM acc WHERE bal >= 90 ORDER BY id FOR SHARE") == [(1,), (2,)]  # a scan: the whole table
+    run(writer, "UPDATE acc SET bal = 0 WHERE id = 2")
+    sharer.commit()
+    writer.commit()
+    # A writer of any row of a table shared by a scan makes the sharer lose.
+    sharer, writer = connect(isolation_level=level), connect()
+    run(sharer, "SELECT id FROM acc WHERE bal > 50 FOR SHARE")
+    run(writer, "UPDATE acc SET bal = 1 WHERE id = 2")
+    writer.commit()
+    with pytest.raises(tique.SerializationFailure):
+        sharer.commit()
+    assert run(connect(), "SELECT id, bal FROM acc ORDER BY id") == [(1, 100), (2, 1)]
+
+
 # ---------------------------------------------------------------- Elle list-append
 
 def _elle(engine: str, url: str, tmp_path: Path, txns: int, faults: tuple[str, ...] = ()) -> tuple[Any, Any]:

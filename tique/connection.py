@@ -328,7 +328,9 @@ class Connection:
                 self._backend.commit_engine(self._raw)
             else:
                 self._backend.rollback_engine(self._raw)
-        if txn.written:
+        if txn.shared_set and not txn.written and not txn.engine_open:
+            self._open_engine_transaction(txn)  # a FOR SHARE reader commits like a writer of nothing
+        if txn.written or txn.shared_set:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults,
                                                  self._reads_to_certify(txn), self.commit_pause)
@@ -338,11 +340,17 @@ class Connection:
             self._backend.oracle.end(self._raw, txn.txid)
 
     def _reads_to_certify(self, txn: Transaction) -> ReadsToCertify | None:
-        """A SERIALIZABLE writer's read-set, to log and certify at commit (tique/read_sets.py)."""
-        if txn.read_set is None or not txn.read_set or self.faults & {"no-read-certify", "no-certify"}:
+        """A SERIALIZABLE writer's read-set and the rows read FOR SHARE, to log and certify at
+        commit (tique/read_sets.py)."""
+        reads = ReadSet()
+        if txn.read_set is not None and not self.faults & {"no-read-certify", "no-certify"}:
+            reads = reads.merge(txn.read_set)
+        if txn.shared_set is not None and "no-certify" not in self.faults:
+            reads = reads.merge(txn.shared_set)
+        if not reads:
             return None
-        keyed = [(self._catalog[name], key) for name, key in txn.read_set.keyed() if name in self._catalog]
-        scanned = [self._catalog[name] for name in sorted(txn.read_set.scans) if name in self._catalog]
+        keyed = [(self._catalog[name], key) for name, key in reads.keyed() if name in self._catalog]
+        scanned = [self._catalog[name] for name in sorted(reads.scans) if name in self._catalog]
         return ReadsToCertify(keyed, scanned)
 
     def _reexecute(self, failed: Transaction) -> None:
@@ -667,6 +675,10 @@ class Connection:
         if txn.level is IsolationLevel.SERIALIZABLE:
             shape = plan.read.reads if isinstance(plan, LockingReadPlan) else plan.reads
             self._note_reads(txn, shape, params)
+        if isinstance(plan, LockingReadPlan) and (plan.shared.scans or plan.shared.points):
+            if txn.shared_set is None:
+                txn.shared_set = ReadSet()
+            txn.shared_set.note(plan.shared, params)
         if isinstance(plan, LockingReadPlan):
             for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
                 self._write(lock, params, txn, sql)

@@ -22,7 +22,7 @@ from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
 from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
-from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
+from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, _names_cte_in_scope, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid
@@ -59,6 +59,7 @@ class LockingReadPlan:
     written back unchanged first, which puts their keys in the write-set, then read."""
     locks: tuple["WritePlan", ...]
     read: ReadPlan
+    shared: ReadShape = NOTHING  # FOR SHARE / FOR KEY SHARE: read-set entries certified at every level
 
     @property
     def params(self) -> int:
@@ -430,9 +431,12 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
             return NativePlan(backend.compile(tree), params)
         if locks:
             assert isinstance(tree, exp.Select)
-            writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)
+            updates = [lock for lock in locks if lock.args.get("update")]
+            shares = [lock for lock in locks if not lock.args.get("update")]
+            writes = lock_writes(tree, updates, lookup, formulation, key_hash, sql) if updates else []
+            shared = share_shape(tree, shares, lookup, backend.dialect, sql) if shares else NOTHING
             read = _make_plan_of_read(without_locks(tree), backend, lookup, formulation, params, touched)
-            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read)
+            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read, shared)
         return _make_plan_of_read(tree, backend, lookup, formulation, params, touched)
     if touched:
         kind = tree.key.upper()

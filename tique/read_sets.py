@@ -110,6 +110,12 @@ class ReadSet:
             else:
                 keys.add(key)
 
+    def merge(self, other: "ReadSet") -> "ReadSet":
+        merged = ReadSet(self.scans | other.scans, {name: set(keys) for name, keys in self.points.items()})
+        for name, keys in other.points.items():
+            merged.points.setdefault(name, set()).update(keys)
+        return merged
+
     def keyed(self) -> list[tuple[str, Key]]:
         """The point reads of tables not also scanned, in a stable order."""
         return sorted((name, key) for name, keys in self.points.items() if name not in self.scans for key in keys)

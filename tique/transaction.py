@@ -108,6 +108,9 @@ class Transaction:
     schema_changed: set[str] = field(default_factory=set)
     # SERIALIZABLE: what the transaction has read (tique/read_sets.py); None at other levels.
     read_set: ReadSet | None = None
+    # Rows read FOR SHARE / FOR KEY SHARE (tique/rewrite/locks.py), certified at every level;
+    # a transaction with some commits like a writer, even if it wrote nothing.
+    shared_set: ReadSet | None = None
 
     @property
     def statement_sts(self) -> int:
@@ -184,10 +187,12 @@ class CommitStatements:
             self._write_sets[key] = compiled  # type: ignore[index]
         return compiled
 
-    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled:
-        """The write-set insert. `taken_in_request`: the commit timestamp is taken by the
-        statement before it in the same request, so it is read from the session
-        (Backend.taken_commit_timestamp) instead of bound."""
+    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled | None:
+        """The write-set insert (None without written tables: a FOR SHARE reader). `taken_in_request`:
+        the commit timestamp is taken by the statement before it in the same request, so it is read
+        from the session (Backend.taken_commit_timestamp) instead of bound."""
+        if not tables:
+            return None
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
@@ -300,7 +305,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             ws = sql.write_set(tables, taken_in_request=True)
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=True) if reads is not None else []
             txn.engine_open = False
-            cursors = backend.commit_engine(raw, [take, (ws.sql, ws.values((), ctx)), *logged])
+            cursors = backend.commit_engine(raw, [take, *([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
             cts = int(cursors[0].fetchone()[0])
             ctx["tq_cts"] = cts
         else:
@@ -312,7 +317,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             ws = sql.write_set(tables)
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             txn.engine_open = False
-            backend.commit_engine(raw, [(ws.sql, ws.values((), ctx)), *logged])
+            backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
     except BaseException as error:
         txn.engine_open = False
         try:
