@@ -4,6 +4,10 @@ transaction, the read-only anomaly cannot happen, invariants hold under contenti
 read-sets are purged and recovered like write-sets."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -17,6 +21,7 @@ from elle.runner import RunConfig
 from elle.runner import run as elle_run
 from elle.workload import WorkloadConfig
 from progress import until_progress
+from tique.backends import forget_database
 from tique.checkpoint import checkpoint
 from tique.transaction import CommitPause
 
@@ -120,6 +125,25 @@ def test_level_by_statement_and_read_after_write_of_key_read_by_other(connect: C
     other.commit()
     run(conn, "INSERT INTO doctors VALUES (3, TRUE)")
     conn.commit()
+
+
+def test_point_reads_of_a_composite_key(connect: Connect) -> None:
+    """Keys of several columns (packed into one where the engine packs them) hash alike in
+    the read-set and the write-set: only a write of the very key read conflicts."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE district (w INTEGER, d INTEGER, next_o INTEGER NOT NULL, PRIMARY KEY (w, d))")
+    run(setup, "INSERT INTO district VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30)")
+    for other_key, conflicts in (((1, 2), True), ((2, 1), False)):
+        conn, other = connect(isolation_level="serializable"), connect()
+        assert run(conn, "SELECT next_o FROM district WHERE w = ? AND d = ?", other_key) != []
+        run(other, "UPDATE district SET next_o = next_o + 1 WHERE w = ? AND d = ?", (1, 2))
+        other.commit()
+        run(conn, "UPDATE district SET next_o = next_o + 1 WHERE w = 1 AND d = 1")
+        if conflicts:
+            with pytest.raises(tique.SerializationFailure):
+                conn.commit()
+        else:
+            conn.commit()
 
 
 def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> None:
@@ -300,29 +324,49 @@ def test_checkpoint_purges_read_sets(connect: Connect, native: Callable[[str], l
     assert native("SELECT count(*) FROM tq_write_sets") == [(0,)]
 
 
-def test_recovery_after_unfinished_serializable_transaction(connect: Connect, url: str,
-                                                            native: Callable[[str], list[tuple]]) -> None:
-    """A SERIALIZABLE writer whose read-set and write-set are logged but which never
-    decided (its client gone at certification) is aborted by recovery; its rows never show."""
-    _doctors(connect)
-    conn = connect(isolation_level="serializable", commit_timeout=WAIT)
-    assert run(conn, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
-    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
-    conn.commit_pause = held = CommitPause("certifying", timeout=0.01)  # never resumed: the commit fails there
-    with pytest.raises(tique.OperationalError):
-        conn.commit()
-    assert held.reached.is_set()
-    assert native("SELECT count(*) FROM tq_read_sets")[0][0] >= 1
-    from tique.recovery import recover
-    recover(conn.backend, conn._raw, list(conn.tables.values()), force=True, first_open=False)
-    fresh = connect(isolation_level="serializable")
-    assert run(fresh, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,), (2,)]
-    assert run(fresh, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
-    run(fresh, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
-    fresh.commit()
-    checkpoint(fresh)
-    assert native("SELECT count(*) FROM tq_read_sets") == [(0,)]
-    assert run(fresh, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,)]
+_CRASH_AT_CERTIFICATION = """
+import os, signal, sys, threading
+import tique
+from tique.transaction import CommitPause
+conn = tique.connect(sys.argv[1], isolation_level="serializable", commit_timeout=5)  # its timestamp, once dead, waits this out
+cur = conn.cursor()
+cur.execute("SELECT on_call FROM doctors WHERE id = 1")
+assert cur.fetchall() == [(True,)]
+cur.execute("UPDATE doctors SET on_call = FALSE WHERE id = 2")
+conn.commit_pause = pause = CommitPause("certifying", timeout=60)
+threading.Thread(target=lambda: pause.reached.wait(60) and os.kill(os.getpid(), signal.SIGKILL), daemon=True).start()
+conn.commit()
+"""
+
+
+def test_recovery_after_unfinished_serializable_transaction(engine: str, url: str) -> None:
+    """A client killed (SIGKILL) at certification, its read-set and write-set logged under
+    a commit timestamp without an outcome: recovery (or, on a server, the next commit
+    waiting on that timestamp) aborts it, its write never shows, and the next checkpoint
+    purges its read-set."""
+    setup = tique.connect(url, autocommit=True)
+    run(setup, "CREATE TABLE doctors (id INTEGER PRIMARY KEY, on_call BOOLEAN NOT NULL)")
+    run(setup, "INSERT INTO doctors VALUES (1, TRUE), (2, TRUE)")
+    setup.close()
+    if engine == "duckdb":
+        forget_database(url)  # one process at a time opens an embedded database
+    crashed = subprocess.run([sys.executable, "-c", _CRASH_AT_CERTIFICATION, url], capture_output=True, text=True,
+                             timeout=WAIT * 5, env={**os.environ, "PYTHONPATH": str(Path(tique.__file__).parent.parent)})
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    if engine == "duckdb":
+        forget_database(url)  # reopening runs recovery, as a restarted application would
+    conn = tique.connect(url, isolation_level="serializable", commit_timeout=WAIT)
+    try:
+        assert conn.backend.rows(conn._raw, "SELECT count(*) FROM tq_read_sets", [])[0][0] >= 1  # it got that far
+        assert run(conn, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,), (2,)]
+        assert run(conn, "SELECT on_call FROM doctors WHERE id = 1") == [(True,)]
+        run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 2")
+        conn.commit()  # waits out (and aborts) the dead commit timestamp below its own
+        checkpoint(conn)
+        assert conn.backend.rows(conn._raw, "SELECT count(*) FROM tq_read_sets", []) == [(0,)]
+        assert run(conn, "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,)]
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------- FOR SHARE (PostgreSQL)

@@ -94,7 +94,7 @@ def write_shape(tree: exp.Expression, table: TableDef, lookup: Lookup, dialect: 
 
 @dataclass
 class ReadSet:
-    """What one SERIALIZABLE transaction has read so far."""
+    """What one transaction has read so far: at SERIALIZABLE all its reads; its FOR SHARE reads at any level."""
     scans: set[str] = field(default_factory=set)
     points: dict[str, set[Key]] = field(default_factory=dict)
 
