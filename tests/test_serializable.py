@@ -146,6 +146,20 @@ def test_point_reads_of_a_composite_key(connect: Connect) -> None:
             conn.commit()
 
 
+def test_create_table_as_select_records_its_reads(connect: Connect, engine: str) -> None:
+    """CREATE TABLE ... AS SELECT in a SERIALIZABLE transaction reads its source like any query."""
+    _doctors(connect)
+    conn, other = connect(isolation_level="serializable"), connect()
+    run(conn, "BEGIN")  # inside a transaction (between transactions it commits at once)
+    run(conn, "CREATE TABLE roster AS SELECT id FROM doctors WHERE on_call")
+    run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    other.commit()
+    with pytest.raises(tique.SerializationFailure) as failed:
+        conn.commit()
+    if engine != "monetdb":  # MonetDB's own engine aborts the schema change first, for the concurrent write
+        assert "wrote data it read" in str(failed.value)
+
+
 def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> None:
     """A point read that finds nothing records the key: a concurrent insert of it is a conflict (a phantom)."""
     _doctors(connect)

@@ -915,6 +915,8 @@ class Connection:
         txn.schema_changed.add(_ddl_target(plan))
         try:
             if isinstance(plan, CreateAsPlan):
+                if txn.level is IsolationLevel.SERIALIZABLE:
+                    self._note_reads(txn, plan.reads, params)
                 self._apply_create_as(plan, statement, params, txn)
             else:
                 self._apply_ddl(plan, statement, txn)

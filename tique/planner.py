@@ -135,6 +135,7 @@ class CreateAsPlan:
     if_not_exists: bool
     replace: bool
     with_data: bool = True  # False for WITH NO DATA: the columns only
+    reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of the query (tique/read_sets.py)
 
 
 @dataclass(frozen=True)
@@ -398,7 +399,9 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
                 _expand_views(query, objects, sql)
                 _alias_as_written(query, lookup)
                 no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
-                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace, not no_data)
+                reads = query_shape(query, lookup, backend.dialect)
+                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace,
+                                    not no_data, reads)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
