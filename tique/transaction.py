@@ -343,9 +343,14 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                 # Ordered certification: only once every lower commit timestamp is decided.
                 if pause is not None:
                     pause.hold("certifying")
-                oracle.await_predecessors(raw, cts, timeout)
                 check = sql.reads.certify(reads.scanned)
-                read_conflict = bool(backend.rows(raw, check.sql, check.values((), ctx)))
+                waiting = oracle.await_statement(cts, timeout)
+                if waiting is not None:  # one request: the wait, then the certification
+                    cursors = backend.execute_all(raw, [waiting, (check.sql, check.values((), ctx))])
+                    read_conflict = bool(cursors[1].fetchall())
+                else:
+                    oracle.await_predecessors(raw, cts, timeout)
+                    read_conflict = bool(backend.rows(raw, check.sql, check.values((), ctx)))
             if not oracle.decide(raw, cts):
                 raise _Lost()
             if read_conflict:

@@ -47,6 +47,10 @@ class Oracle(Protocol):
         timeout as publish does; `cts` itself stays undecided. Ordered certification of
         read-sets (tique/read_sets.py) waits here, and never longer than those timeouts."""
 
+    def await_statement(self, cts: int, timeout: float) -> tuple[str, list] | None:
+        """await_predecessors as (sql, params), to send in one request with the read-set
+        certification after it; None where the oracle waits in process memory."""
+
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         """Waits until the snapshot reaches `at_least` and returns it; None where the
         oracle does not offer it."""

@@ -115,6 +115,9 @@ class MonetDBOracle:
                     self._abort_writer(raw, stuck_cts, None)
                 self._one(raw, RESOLVE, stuck_cts)
 
+    def await_statement(self, cts: int, timeout: float) -> None:
+        return None  # the wait runs in process or server memory, not as a statement
+
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         return None  # not offered: a reservation keeps the snapshot it began with
 
