@@ -342,6 +342,8 @@ class Connection:
     def _reads_to_certify(self, txn: Transaction) -> ReadsToCertify | None:
         """A SERIALIZABLE writer's read-set and the rows read FOR SHARE, to log and certify at
         commit (tique/read_sets.py)."""
+        if txn.read_set is None and txn.shared_set is None:
+            return None  # SNAPSHOT writers without FOR SHARE: nothing to certify
         reads = ReadSet()
         if txn.read_set is not None and not self.faults & {"no-read-certify", "no-certify"}:
             reads = reads.merge(txn.read_set)
