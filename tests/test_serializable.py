@@ -172,6 +172,20 @@ def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> No
         conn.commit()
 
 
+def test_predicate_read_conflicts_with_a_concurrent_insert(connect: Connect) -> None:
+    """A phantom: a row inserted into a predicate the transaction read (a scan) by a
+    transaction that committed after it began aborts it at SERIALIZABLE."""
+    _doctors(connect)
+    conn, other = connect(isolation_level="serializable"), connect()
+    assert run(conn, "SELECT count(*) FROM doctors WHERE on_call") == [(2,)]
+    run(other, "INSERT INTO doctors VALUES (3, TRUE)")
+    other.commit()
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    with pytest.raises(tique.SerializationFailure, match="wrote data it read"):
+        conn.commit()
+    assert run(connect(), "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,), (2,), (3,)]
+
+
 def test_unrelated_keys_do_not_conflict(connect: Connect) -> None:
     _doctors(connect)
     run(connect(autocommit=True), "INSERT INTO doctors VALUES (3, TRUE), (4, TRUE)")
