@@ -31,7 +31,9 @@ logs its read-set in step 2, and between steps 2 and 3 it waits until every comm
 timestamp below its own has an outcome (Oracle.await_predecessors), then certifies its
 reads: if a transaction that did not abort and whose commit timestamp lies between our
 start and our commit timestamp wrote a key we read or a table we scanned, our outcome
-is an abort. Readers that never write are not checked and log nothing.
+is an abort. Readers that never write are not checked and log nothing. Rows read FOR
+SHARE (PostgreSQL, at any level: tique/rewrite/locks.py) are certified the same way, and
+a transaction holding some commits like a writer even if it wrote nothing.
 Invariant (ordered certification): a SERIALIZABLE writer T (start sts, commit cts)
 certifies its reads only once every commit timestamp below cts is decided. Proof that
 the committed SERIALIZABLE transactions are serializable in commit-timestamp order, each
@@ -251,7 +253,8 @@ def key_violation(table: TableDef, statement: str, repeated: int) -> IntegrityEr
 
 @dataclass(frozen=True)
 class ReadsToCertify:
-    """A SERIALIZABLE writer's read-set at commit: keys read (with their tables), and tables scanned."""
+    """The reads a commit certifies (a SERIALIZABLE writer's, and rows read FOR SHARE):
+    keys read (with their tables), and tables scanned."""
     keyed: list[tuple[TableDef, tuple[int, ...]]]
     scanned: list[TableDef]
 
@@ -262,8 +265,9 @@ COMMIT_STAGES = ("timestamp-taken", "certifying")
 @dataclass
 class CommitPause:
     """Debug fault, off unless a test arms one on a Connection (commit_pause): holds a
-    commit at stage `at`: `timestamp-taken` (commit timestamp taken, write-set not yet
-    logged; the timestamp is then taken on its own, not in the write-set's request) or
+    commit at stage `at` (an armed pause makes the commit take its timestamp on its own,
+    never in the write-set's request): `timestamp-taken` (commit timestamp taken,
+    write-set not yet logged) or
     `certifying` (write-set logged, about to wait for lower commit timestamps and
     certify its reads). The commit sets `reached` and runs nothing further until
     `resume` is set, for at most `timeout` seconds, after which the commit fails (its
