@@ -186,6 +186,16 @@ def test_predicate_read_conflicts_with_a_concurrent_insert(connect: Connect) -> 
     assert run(connect(), "SELECT id FROM doctors WHERE on_call ORDER BY id") == [(1,), (2,), (3,)]
 
 
+def test_point_read_of_a_key_beyond_the_column_type(connect: Connect) -> None:
+    """A key no INTEGER column can hold finds nothing and can never be written: it costs
+    the commit nothing (its value is never cast to the column's type)."""
+    _doctors(connect)
+    conn = connect(isolation_level="serializable")
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = ?", (2 ** 40,)) == []
+    run(conn, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    conn.commit()
+
+
 def test_unrelated_keys_do_not_conflict(connect: Connect) -> None:
     _doctors(connect)
     run(connect(autocommit=True), "INSERT INTO doctors VALUES (3, TRUE), (4, TRUE)")

@@ -25,7 +25,7 @@ from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
-from tique.read_sets import ReadSet, ReadShape
+from tique.read_sets import ReadSet, ReadShape, storable
 from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
                                release, reserve, run_write)
 
@@ -351,7 +351,8 @@ class Connection:
             reads = reads.merge(txn.shared_set)
         if not reads:
             return None
-        keyed = [(self._catalog[name], key) for name, key in reads.keyed() if name in self._catalog]
+        keyed = [(self._catalog[name], key) for name, key in reads.keyed()
+                 if name in self._catalog and storable(self._catalog[name], key, self._backend.dialect)]
         scanned = [self._catalog[name] for name in sorted(reads.scans) if name in self._catalog]
         return ReadsToCertify(keyed, scanned)
 

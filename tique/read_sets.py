@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from tique.backends.base import Backend, PlanCache
-from tique.catalog import TableDef
+from tique.catalog import TableDef, key_bits
 from tique.rewrite.params import Compiled
 from tique.rewrite.point_keys import Key, KeySources, bind, read_points, write_points
 from tique.rewrite.reads import Lookup, referenced_tables
@@ -122,6 +122,14 @@ class ReadSet:
 
     def __bool__(self) -> bool:
         return bool(self.scans) or any(self.points.values())
+
+
+def storable(table: TableDef, key: Key, dialect: str) -> bool:
+    """Whether `key` fits the table's integer key columns. A point read of one that does
+    not finds nothing and no write can ever write it, so it needs no certification (and
+    its values could not be cast to the columns' types to be hashed)."""
+    bits = key_bits(table, dialect)
+    return bits is not None and all(-(2 ** (b - 1)) < v < 2 ** (b - 1) for v, b in zip(key, bits))
 
 
 class ReadSetStatements:
