@@ -156,7 +156,8 @@ def register(sub: Any) -> None:
     er.add_argument("--txns", type=int, default=1000)
     er.add_argument("--clients", type=int, default=4)
     er.add_argument("--fault", action="append", choices=FAULTS,
-                    help="repeatable; negative controls: stale-snapshot, no-certify, early-visibility; "
+                    help="repeatable; negative controls: stale-snapshot, no-certify, early-visibility, "
+                         "no-read-certify (at SERIALIZABLE); "
                          "survivable: checkpoint, kill, restart")
     er.add_argument("--keys", type=int, default=10, help="keys active at once")
     er.add_argument("--min-txn-length", type=int, default=1)

@@ -32,7 +32,7 @@ from elle.recorder import Recorder
 from elle.sql_client import create_table
 from elle.workload import ListAppendGenerator, WorkloadConfig
 
-NEGATIVE_CONTROLS = ("stale-snapshot", "no-certify", "early-visibility")
+NEGATIVE_CONTROLS = ("stale-snapshot", "no-certify", "early-visibility", "no-read-certify")
 SURVIVABLE = ("checkpoint", "kill", "restart")
 FAULTS = NEGATIVE_CONTROLS + SURVIVABLE
 
@@ -158,6 +158,8 @@ def run(system: Any, config: RunConfig, out: str | Path, *, restart: Callable[[]
         negative = [f for f in faults if f in NEGATIVE_CONTROLS]
         if negative:
             options["faults"] = frozenset(negative)
+        if "no-read-certify" in negative:  # the fault is of SERIALIZABLE transactions, so run them at that level
+            options["isolation_level"] = "serializable"
     if setup:
         create_table(system)
     generator = ListAppendGenerator(config.workload)

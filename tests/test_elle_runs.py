@@ -192,7 +192,7 @@ def test_debug_faults_are_refused_where_they_cannot_apply(open_sut: Callable[...
         run(open_sut("native-duckdb"), RunConfig(txns=1, faults=("no-certify",)), tmp_path / "x.edn")
     with pytest.raises(ValueError, match="unknown fault"):
         RunConfig(faults=("slow-disk",))
-    with pytest.raises(tique.InterfaceError, match="unknown fault.*stale-read.*early-visibility, no-certify, stale-snapshot"):
+    with pytest.raises(tique.InterfaceError, match="unknown fault.*stale-read.*early-visibility, no-certify, no-read-certify, stale-snapshot"):
         tique.connect(duck.engine.tique_url, faults={"stale-read"})
 
 

@@ -1,6 +1,6 @@
 """Choosing an isolation level (tique/isolation.py): the connect option, the connection
-attribute and the SQL control statements, on every engine; SERIALIZABLE is refused,
-never run silently as SNAPSHOT; READ ONLY transactions refuse writes."""
+attribute and the SQL control statements, on every engine; READ ONLY transactions
+refuse writes."""
 from __future__ import annotations
 
 from typing import Callable
@@ -31,22 +31,23 @@ def test_levels_by_option_and_attribute(connect: Connect) -> None:
         conn.isolation_level = "linearizable"
 
 
-def test_serializable_is_refused_never_run_as_snapshot(connect: Connect) -> None:
-    with pytest.raises(tique.NotSupportedError, match="SERIALIZABLE"):
-        connect(isolation_level="serializable")
+def test_serializable_is_chosen_every_way(connect: Connect) -> None:
+    """SERIALIZABLE runs (tests/test_serializable.py has what it guarantees), chosen by the
+    option, the attribute and each control statement."""
+    assert connect(isolation_level="serializable").isolation_level is IsolationLevel.SERIALIZABLE
     conn = connect()
     _table(conn)
-    with pytest.raises(tique.NotSupportedError, match="SERIALIZABLE"):
-        conn.isolation_level = IsolationLevel.SERIALIZABLE
+    conn.isolation_level = IsolationLevel.SERIALIZABLE
+    assert conn.isolation_level is IsolationLevel.SERIALIZABLE
+    conn.isolation_level = "snapshot"
     cur = conn.cursor()
     for statement in ("BEGIN ISOLATION LEVEL SERIALIZABLE", "START TRANSACTION ISOLATION LEVEL SERIALIZABLE",
-                      "BEGIN TRANSACTION READ WRITE, ISOLATION LEVEL SERIALIZABLE"):
-        with pytest.raises(tique.NotSupportedError, match="SERIALIZABLE"):
-            cur.execute(statement)
-        assert not conn.in_transaction
-    with pytest.raises(tique.NotSupportedError, match="SERIALIZABLE"):
-        cur.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-    conn.rollback()
+                      "BEGIN TRANSACTION READ WRITE, ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"):
+        cur.execute(statement)
+        assert conn.in_transaction and conn._txn is not None and conn._txn.level is IsolationLevel.SERIALIZABLE
+        cur.execute("SELECT v FROM t WHERE k = 1")
+        assert cur.fetchall() == [(10,)]
+        conn.commit()
     assert conn.isolation_level is IsolationLevel.SNAPSHOT
 
 

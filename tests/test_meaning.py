@@ -159,18 +159,18 @@ def test_locking_reads_where_the_engine_has_none(twins: Twins, engine: str, clau
     assert not INTERNAL.search(str(caught.value))
 
 
-@pytest.mark.parametrize("clause", ["FOR SHARE", "FOR KEY SHARE", "FOR UPDATE NOWAIT", "FOR UPDATE SKIP LOCKED",
+@pytest.mark.parametrize("clause", ["FOR SHARE NOWAIT", "FOR KEY SHARE SKIP LOCKED", "FOR UPDATE NOWAIT", "FOR UPDATE SKIP LOCKED",
                                     "FOR NO KEY UPDATE SKIP LOCKED"])
 def test_postgres_locking_reads_tique_refuses(twins: Twins, engine: str, clause: str) -> None:
     if engine != "postgres":
         pytest.skip("PostgreSQL only")
     twins.create("CREATE TABLE t (id INTEGER PRIMARY KEY, s VARCHAR(10))", "INSERT INTO t VALUES (1, '1')")
-    with pytest.raises(tique.NotSupportedError, match="FOR (UPDATE|NO KEY UPDATE)|drop") as caught:
+    with pytest.raises(tique.NotSupportedError, match="drop") as caught:
         rows(twins.conn, f"SELECT * FROM t WHERE id = 1 {clause}")
     assert not INTERNAL.search(str(caught.value))
 
 
-@pytest.mark.parametrize("clause", ["FOR UPDATE", "FOR NO KEY UPDATE", "FOR UPDATE OF t"])
+@pytest.mark.parametrize("clause", ["FOR UPDATE", "FOR NO KEY UPDATE", "FOR UPDATE OF t", "FOR SHARE", "FOR KEY SHARE", "FOR SHARE OF t"])
 def test_postgres_for_update_reads_as_natively(twins: Twins, engine: str, clause: str) -> None:
     if engine != "postgres":
         pytest.skip("PostgreSQL only")

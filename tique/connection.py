@@ -25,15 +25,18 @@ from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
-from tique.transaction import (BufferedWrite, CommitStatements, Transaction, commit_writer, key_violation, release, reserve,
-                               run_write)
+from tique.read_sets import ReadSet, ReadShape, storable
+from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
+                               release, reserve, run_write)
 
 # Debug faults (negative controls for consistency checkers), never on by default:
 # no-certify: commit without certification (lost updates);
 # stale-snapshot: every statement reads the latest committed data, not the transaction's snapshot;
 # early-visibility: a transaction's snapshot misses the same connection's previous commit,
-# as if that commit had returned before the snapshot included it.
-FAULTS = frozenset({"no-certify", "stale-snapshot", "early-visibility"})
+# as if that commit had returned before the snapshot included it;
+# no-read-certify: SERIALIZABLE transactions commit without certifying their read-sets
+# (write skew, as at SNAPSHOT).
+FAULTS = frozenset({"no-certify", "stale-snapshot", "early-visibility", "no-read-certify"})
 
 _commit_statements: "weakref.WeakKeyDictionary[Backend, CommitStatements]" = weakref.WeakKeyDictionary()
 _commit_statements_lock = threading.Lock()
@@ -131,6 +134,7 @@ class Connection:
         # transaction; it assumes the statements, run again, write the same keys.
         self.priority = priority
         self.priority_retries = 0  # re-executions that committed
+        self.commit_pause: CommitPause | None = None  # debug fault for tests (tique/transaction.py)
         self._txn_holder: list[Transaction | None] = [None]
         # Set when a statement of an explicit transaction failed: the transaction is gone,
         # and statements raise until rollback() (commit() raises and clears it).
@@ -324,18 +328,39 @@ class Connection:
                 self._backend.commit_engine(self._raw)
             else:
                 self._backend.rollback_engine(self._raw)
-        if txn.written:
+        if txn.shared_set and not txn.written and not txn.engine_open:
+            self._open_engine_transaction(txn)  # a FOR SHARE reader commits like a writer of nothing
+        if txn.written or txn.shared_set:
             tables = [self._catalog[name] for name in sorted(txn.written)]
-            self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults)
+            self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults,
+                                                 self._reads_to_certify(txn), self.commit_pause)
         elif txn.reserved_cts is not None:  # a re-execution that wrote nothing gives its timestamp back
             release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
         else:
             self._backend.oracle.end(self._raw, txn.txid)
 
+    def _reads_to_certify(self, txn: Transaction) -> ReadsToCertify | None:
+        """A SERIALIZABLE writer's read-set and the rows read FOR SHARE, to log and certify at
+        commit (tique/read_sets.py)."""
+        if txn.read_set is None and txn.shared_set is None:
+            return None  # SNAPSHOT writers without FOR SHARE: nothing to certify
+        reads = ReadSet()
+        if txn.read_set is not None and not self.faults & {"no-read-certify", "no-certify"}:
+            reads = reads.merge(txn.read_set)
+        if txn.shared_set is not None and "no-certify" not in self.faults:
+            reads = reads.merge(txn.shared_set)
+        if not reads:
+            return None
+        keyed = [(self._catalog[name], key) for name, key in reads.keyed()
+                 if name in self._catalog and storable(self._catalog[name], key, self._backend.dialect)]
+        scanned = [self._catalog[name] for name in sorted(reads.scans) if name in self._catalog]
+        return ReadsToCertify(keyed, scanned)
+
     def _reexecute(self, failed: Transaction) -> None:
         """Priority mode's one retry: reserve the failed write-set, run the statements again
         on a fresh snapshot, commit with the reserved timestamp. A second failure raises."""
         retry = self._txn = reserve(self._backend, self._raw, failed, self._commit_sql, self.commit_timeout)
+        retry.level = failed.level
         assert retry.reserved_cts is not None
         try:
             for sql, params in failed.statements or []:
@@ -650,6 +675,13 @@ class Connection:
         if txn.read_only and not isinstance(plan, ReadPlan):
             verb = sql.split(None, 1)[0].upper() if sql.strip() else "a write"
             raise errors.InternalError(describe(sql, f"cannot execute {verb} in a read-only transaction"))
+        if txn.level is IsolationLevel.SERIALIZABLE:
+            shape = plan.read.reads if isinstance(plan, LockingReadPlan) else plan.reads
+            self._note_reads(txn, shape, params)
+        if isinstance(plan, LockingReadPlan) and (plan.shared.scans or plan.shared.points):
+            if txn.shared_set is None:
+                txn.shared_set = ReadSet()
+            txn.shared_set.note(plan.shared, params)
         if isinstance(plan, LockingReadPlan):
             for lock in plan.locks:  # the rows read become writes first (tique/rewrite/locks.py)
                 self._write(lock, params, txn, sql)
@@ -662,6 +694,13 @@ class Connection:
             return self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
         assert isinstance(plan, WritePlan)
         return self._write(plan, params, txn, sql)
+
+    @staticmethod
+    def _note_reads(txn: Transaction, shape: ReadShape, params: tuple) -> None:
+        """SERIALIZABLE: what the statement reads joins the transaction's read-set."""
+        if txn.read_set is None:
+            txn.read_set = ReadSet()
+        txn.read_set.note(shape, params)
 
     def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple) -> Compiled:
         """The read's statement, reading from storage directly the tables whose caches are
@@ -879,6 +918,8 @@ class Connection:
         txn.schema_changed.add(_ddl_target(plan))
         try:
             if isinstance(plan, CreateAsPlan):
+                if txn.level is IsolationLevel.SERIALIZABLE:
+                    self._note_reads(txn, plan.reads, params)
                 self._apply_create_as(plan, statement, params, txn)
             else:
                 self._apply_ddl(plan, statement, txn)

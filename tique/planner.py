@@ -21,7 +21,8 @@ from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
-from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, without_locks
+from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
+from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite.reads import Lookup, _names_cte_in_scope, reads_by_scan, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid
@@ -49,6 +50,7 @@ class ReadPlan:
     # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
     source: exp.Expression | None = None
     variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
+    reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of it (tique/read_sets.py)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class LockingReadPlan:
     written back unchanged first, which puts their keys in the write-set, then read."""
     locks: tuple["WritePlan", ...]
     read: ReadPlan
+    shared: ReadShape = NOTHING  # FOR SHARE / FOR KEY SHARE: read-set entries certified at every level
 
     @property
     def params(self) -> int:
@@ -78,6 +81,7 @@ class WritePlan:
     # the many-row insert executemany sends per batch (see batched); None for other writes.
     rows: RowTemplate | None = None
     batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
+    reads: ReadShape = NOTHING  # what it reads besides the keys it writes (tique/read_sets.py)
 
 
 # How many rows executemany sends in one insert, and how many values at most (PostgreSQL
@@ -107,7 +111,7 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
             keys = tuple(tuple(s + k * width if type(s) is int else s for s in validation.keys[0]) for k in range(rows))
             validation = dataclasses.replace(validation, keys=keys)
         found = WritePlan(plan.table, (plan.rows.expand(rows),), validation, plan.undo, plan.params * rows,
-                          plan.checks_keys, plan.violations)
+                          plan.checks_keys, plan.violations, reads=plan.reads.scans_only())
         if len(plan.batches) >= _BATCHES_KEPT:
             plan.batches.clear()
         plan.batches[rows] = found
@@ -131,6 +135,7 @@ class CreateAsPlan:
     if_not_exists: bool
     replace: bool
     with_data: bool = True  # False for WITH NO DATA: the columns only
+    reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of the query (tique/read_sets.py)
 
 
 @dataclass(frozen=True)
@@ -394,7 +399,9 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
                 _expand_views(query, objects, sql)
                 _alias_as_written(query, lookup)
                 no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
-                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace, not no_data)
+                reads = query_shape(query, lookup, backend.dialect)
+                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace,
+                                    not no_data, reads)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
@@ -417,8 +424,9 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
         name = _target_name(tree)
         table = lookup(name) if name else None
         if table is not None:
+            reads = write_shape(tree, table, lookup, backend.dialect)  # of the statement as written
             write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
-            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE)
+            return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE, reads)
 
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
@@ -426,9 +434,12 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
             return NativePlan(backend.compile(tree), params)
         if locks:
             assert isinstance(tree, exp.Select)
-            writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)
+            updates = [lock for lock in locks if lock.args.get("update")]
+            shares = [lock for lock in locks if not lock.args.get("update")]
+            writes = lock_writes(tree, updates, lookup, formulation, key_hash, sql) if updates else []
+            shared = share_shape(tree, shares, lookup, backend.dialect, sql) if shares else NOTHING
             read = _make_plan_of_read(without_locks(tree), backend, lookup, formulation, params, touched)
-            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read)
+            return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read, shared)
         return _make_plan_of_read(tree, backend, lookup, formulation, params, touched)
     if touched:
         kind = tree.key.upper()
@@ -441,8 +452,9 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
     source = tree.copy() if backend.cache_state is not None else None
+    reads = query_shape(tree, lookup, backend.dialect)
     return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
-                    params, names, analytic, source)
+                    params, names, analytic, source, reads=reads)
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
@@ -493,7 +505,8 @@ def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> tu
     return KeyCheck(check.sql, check.names, write.written_keys, ranges), violations
 
 
-def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False) -> WritePlan:
+def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False,
+                reads: ReadShape = NOTHING) -> WritePlan:
     table = write.table
     if write.repeat is not None:
         rows, width = write.repeat
@@ -512,4 +525,4 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         one_row = None
     check, violations = _key_check(backend, write, from_storage)
     return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
-                     write.checks_keys, violations, one_row)
+                     write.checks_keys, violations, one_row, reads=reads)

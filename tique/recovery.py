@@ -37,9 +37,10 @@ def recover_from_log(backend: Backend, raw: Any, tables: list[TableDef] | None =
     if tables is None:
         tables = list(backend.catalog_tables(raw, backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])).values())
     q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
-    # Everything that held a commit timestamp without an outcome is aborted.
+    # Everything that held a commit timestamp without an outcome is aborted: its write-set,
+    # or its read-set (a SERIALIZABLE writer whose writes wrote no row), says it held one.
     backend.execute(raw, """INSERT INTO tq_outcome (cts, txid, did_commit)
-        SELECT DISTINCT w.cts, w.txid, FALSE FROM tq_write_sets w
+        SELECT DISTINCT w.cts, w.txid, FALSE FROM (SELECT cts, txid FROM tq_write_sets UNION SELECT cts, txid FROM tq_read_sets) w
         WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = w.cts)""", [])
     # Cache rows of transactions that never got a commit marker will never be visible;
     # record them as rolled back so the checkpointer purges them.
@@ -56,7 +57,9 @@ def recover_from_log(backend: Backend, raw: Any, tables: list[TableDef] | None =
         coalesce((SELECT max(cts) FROM tq_outcome), 0),
         coalesce((SELECT max(txid) FROM tq_write_sets), 0),
         coalesce((SELECT max(txid) FROM tq_outcome), 0),
-        coalesce((SELECT max(txid) FROM tq_rolled_back), 0)""", [])
-    last_cts = max(int(row[0]), int(row[1]))
-    highest = max(highest, int(row[2]), int(row[3]), int(row[4]))
+        coalesce((SELECT max(txid) FROM tq_rolled_back), 0),
+        coalesce((SELECT max(cts) FROM tq_read_sets), 0),
+        coalesce((SELECT max(txid) FROM tq_read_sets), 0)""", [])
+    last_cts = max(int(row[0]), int(row[1]), int(row[5]))
+    highest = max(highest, int(row[2]), int(row[3]), int(row[4]), int(row[6]))
     return highest + 1, last_cts

@@ -24,9 +24,42 @@ overlapping writers of a key the one that certifies second always sees the other
 write-set. Versions in the cache are invisible to every other transaction until their
 transaction's outcome row says it committed, so committing them (step 2) before the
 marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
+
+SERIALIZABLE (write-snapshot isolation, Yabandeh and Ferro, EuroSys 2012; what a
+transaction reads is recorded as in tique/read_sets.py). A writer at this level also
+logs its read-set in step 2, and between steps 2 and 3 it waits until every commit
+timestamp below its own has an outcome (Oracle.await_predecessors), then certifies its
+reads: if a transaction that did not abort and whose commit timestamp lies between our
+start and our commit timestamp wrote a key we read or a table we scanned, our outcome
+is an abort. Readers that never write are not checked and log nothing. Rows read FOR
+SHARE (PostgreSQL, at any level: tique/rewrite/locks.py) are certified the same way, and
+a transaction holding some commits like a writer even if it wrote nothing.
+Invariant (ordered certification): a SERIALIZABLE writer T (start sts, commit cts)
+certifies its reads only once every commit timestamp below cts is decided. Proof that
+the committed SERIALIZABLE transactions are serializable in commit-timestamp order, each
+reader placed right after the commit its start timestamp names:
+(a) a snapshot at S holds exactly the commits at or below S (the oracle's invariant), so
+    a reader sees the state of that prefix of the order;
+(b) when T certifies, every U with sts < cts_U < cts is decided, so its write-set is
+    visible (step 2 of U commits before U's outcome row exists) and so are its cache
+    versions (purged only at or below the stable timestamp, which is at most sts while T
+    runs); if U committed and wrote a key T read or a table T scanned, T aborts. So what
+    T read at sts equals the state after every commit below cts;
+(c) T's writes become visible only with its outcome, to snapshots at or above cts.
+So every committed T reads exactly what the serial order gives it. The read-only
+anomaly (issue 12: T_b takes cts 10 and writes x, T_a takes 11 having read x, a reader
+at 10 sees T_b but not T_a) fails at (b): T_a certifies only after cts 10 is decided,
+finds T_b's write of x, and aborts; without the wait T_a could certify before T_b's
+write-set is logged. The guarantee is among SERIALIZABLE transactions: a SNAPSHOT writer
+certifies no reads, so a cycle through one is not excluded.
+No wait is unbounded: T waits only for lower timestamps (no cycle), each bounded by its
+owner's commit timeout, after which the waiter aborts it as publish does; meanwhile
+T's own timestamp may be aborted by its successors the same way, and its marker then
+loses (SerializationFailure).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +69,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
 from tique.isolation import IsolationLevel
+from tique.read_sets import ReadSet, ReadSetStatements
 from tique.rewrite.constraints import write_set_parts as unique_write_set
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
@@ -74,6 +108,11 @@ class Transaction:
     # Tique objects whose schema this transaction changed (DDL inside it, tique/ddl.py):
     # its engine transaction carries the change, so the commit commits it even without writes.
     schema_changed: set[str] = field(default_factory=set)
+    # SERIALIZABLE: what the transaction has read (tique/read_sets.py); None at other levels.
+    read_set: ReadSet | None = None
+    # Rows read FOR SHARE / FOR KEY SHARE (tique/rewrite/locks.py), certified at every level;
+    # a transaction with some commits like a writer, even if it wrote nothing.
+    shared_set: ReadSet | None = None
 
     @property
     def statement_sts(self) -> int:
@@ -110,6 +149,7 @@ class CommitStatements:
         self.failed_write_set = backend.compile(exp.select("key_hash").distinct().from_("tq_write_sets").where(
             exp.EQ(this=exp.column("txid"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
+        self.reads = ReadSetStatements(backend)
 
     def conflict(self, tables: list[TableDef]) -> Compiled:
         """A key of ours that a concurrent committer also wrote, with its table: the rows
@@ -149,10 +189,12 @@ class CommitStatements:
             self._write_sets[key] = compiled  # type: ignore[index]
         return compiled
 
-    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled:
-        """The write-set insert. `taken_in_request`: the commit timestamp is taken by the
-        statement before it in the same request, so it is read from the session
-        (Backend.taken_commit_timestamp) instead of bound."""
+    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled | None:
+        """The write-set insert (None without written tables: a FOR SHARE reader). `taken_in_request`:
+        the commit timestamp is taken by the statement before it in the same request, so it is read
+        from the session (Backend.taken_commit_timestamp) instead of bound."""
+        if not tables:
+            return None
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
@@ -209,33 +251,77 @@ def key_violation(table: TableDef, statement: str, repeated: int) -> IntegrityEr
     return IntegrityError(describe(statement, f"duplicate primary key ({key}) in {table.name}: {repeated} row(s) would repeat a key"))
 
 
+@dataclass(frozen=True)
+class ReadsToCertify:
+    """The reads a commit certifies (a SERIALIZABLE writer's, and rows read FOR SHARE):
+    keys read (with their tables), and tables scanned."""
+    keyed: list[tuple[TableDef, tuple[int, ...]]]
+    scanned: list[TableDef]
+
+
+COMMIT_STAGES = ("timestamp-taken", "certifying")
+
+
+@dataclass
+class CommitPause:
+    """Debug fault, off unless a test arms one on a Connection (commit_pause): holds a
+    commit at stage `at` (an armed pause makes the commit take its timestamp on its own,
+    never in the write-set's request): `timestamp-taken` (commit timestamp taken,
+    write-set not yet logged) or
+    `certifying` (write-set logged, about to wait for lower commit timestamps and
+    certify its reads). The commit sets `reached` and runs nothing further until
+    `resume` is set, for at most `timeout` seconds, after which the commit fails (its
+    timestamp given back as an abort), so neither side waits forever."""
+    at: str
+    timeout: float = 60.0
+    reached: threading.Event = field(default_factory=threading.Event)
+    resume: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        if self.at not in COMMIT_STAGES:
+            raise ValueError(f"no commit stage {self.at!r}; the stages are {', '.join(COMMIT_STAGES)}")
+
+    def hold(self, stage: str) -> None:
+        if stage != self.at:
+            return
+        self.reached.set()
+        if not self.resume.wait(self.timeout):
+            raise OperationalError(f"commit paused at {stage} for {self.timeout} s and was not resumed")
+
+
 class _Lost(Exception):
     """A timeout resolver decided this commit timestamp (an abort) before its owner did."""
 
 
 def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
-                  timeout: float, faults: frozenset[str] = frozenset()) -> int:
+                  timeout: float, faults: frozenset[str] = frozenset(), reads: ReadsToCertify | None = None,
+                  pause: CommitPause | None = None) -> int:
     """Commits `txn`, whose writes are in the engine transaction open on `raw`, and
-    returns its commit timestamp, or raises SerializationFailure."""
+    returns its commit timestamp, or raises SerializationFailure. `reads`: the read-set
+    to log and certify (SERIALIZABLE), in commit-timestamp order (see the invariant)."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
     cts: int | None = txn.reserved_cts
-    take = oracle.take_statement(txn.txid) if cts is None else None
+    take = oracle.take_statement(txn.txid) if cts is None and pause is None else None
     try:
         if take is not None:
-            # One request: take the timestamp, log the write-set under it, commit.
+            # One request: take the timestamp, log the write-set (and read-set) under it, commit.
             ws = sql.write_set(tables, taken_in_request=True)
+            logged = sql.reads.log(reads.keyed, ctx, taken_in_request=True) if reads is not None else []
             txn.engine_open = False
-            cursors = backend.commit_engine(raw, [take, (ws.sql, ws.values((), ctx))])
+            cursors = backend.commit_engine(raw, [take, *([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
             cts = int(cursors[0].fetchone()[0])
             ctx["tq_cts"] = cts
         else:
             if cts is None:
                 cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
             ctx["tq_cts"] = cts
+            if pause is not None:
+                pause.hold("timestamp-taken")
             ws = sql.write_set(tables)
+            logged = sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             txn.engine_open = False
-            backend.commit_engine(raw, [(ws.sql, ws.values((), ctx))])
+            backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
     except BaseException as error:
         txn.engine_open = False
         try:
@@ -254,11 +340,27 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     lost = False  # True when a timeout resolver's abort marker beat our commit marker
+    read_conflict = False
     try:
         try:
+            if reads is not None:
+                # Ordered certification: only once every lower commit timestamp is decided.
+                if pause is not None:
+                    pause.hold("certifying")
+                check = sql.reads.certify(reads.scanned)
+                waiting = oracle.await_statement(cts, timeout)
+                if waiting is not None:  # one request: the wait, then the certification
+                    cursors = backend.execute_all(raw, [waiting, (check.sql, check.values((), ctx))])
+                    read_conflict = bool(cursors[1].fetchall())
+                else:
+                    oracle.await_predecessors(raw, cts, timeout)
+                    read_conflict = bool(backend.rows(raw, check.sql, check.values((), ctx)))
             if not oracle.decide(raw, cts):
                 raise _Lost()
-            if "no-certify" in faults:  # debug fault: commit without certifying
+            if read_conflict:
+                committed = False
+                backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": False}))
+            elif "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
             elif backend.supports_returning:
@@ -291,6 +393,9 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         raise
     if lost:
         raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout ({timeout}s) and another client resolved it as aborted")
+    if read_conflict:
+        raise SerializationFailure(f"could not serialize transaction {txn.txid}: a transaction that committed after it began wrote data it "
+                                   "read (SERIALIZABLE certifies reads); the transaction was rolled back")
     if not committed:
         on = _conflict_named(backend, raw, sql, tables, ctx)
         failure = SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same {on} first (first committer wins); the transaction was rolled back")

@@ -14,3 +14,6 @@ CREATE TABLE IF NOT EXISTS tq_outcome (cts BIGINT PRIMARY KEY, txid BIGINT, did_
 CREATE TABLE IF NOT EXISTS tq_rolled_back (txid BIGINT NOT NULL);
 -- Hashed (table, key) write-sets of transactions that are certifying or certified.
 CREATE TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);
+-- Hashed (table, key) read-sets of SERIALIZABLE writers (point reads), logged with the
+-- write-set and certified against later committers' write-sets (tique/read_sets.py).
+CREATE TABLE IF NOT EXISTS tq_read_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);

@@ -14,7 +14,7 @@
 -- ops: 1 claim recovery  2 seed(next_txid, last_cts)  3 begin(session)  4 end(txid)
 --      5 take(txid, lease_ms)  6 publish(txid, cts)  7 resolve(cts)  8 stable
 --      9 status  10 active list  11 expire(txid)  12 latch(acquire?, lease_ms)  13 decide(cts)
---      14 rebind(session id)
+--      14 rebind(session id)  15 await(cts)
 CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TABLE(r1 BIGINT, r2 BIGINT, r3 BIGINT) LANGUAGE C {
 #include <pthread.h>
 #include <time.h>
@@ -77,12 +77,14 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
         pending[n_pending].cts = next_cts++; pending[n_pending].txid = x;
         pending[n_pending].deadline = now + y / 1000.0; pending[n_pending].taken = now; pending[n_pending].resolved = 0; pending[n_pending].decided = 0; pending[n_pending].expired = 0;
         out1[0] = pending[n_pending].cts; n_pending++;
-    } else if (code == 6) {     /* publish(txid, cts): 0 = visible; 1 = r2 (owner r3) is stuck */
-        TQ_DROP_ACTIVE(x);
-        TQ_RESOLVE(y);
+    } else if (code == 6 || code == 15) {  /* publish(txid, cts) / await(cts): 0 = visible; 1 = r2 (owner r3) is stuck */
+        /* await(cts) waits, as publish does, until every commit timestamp below cts is
+           resolved, leaving cts itself (still undecided) alone: ordered certification */
+        long long target = code == 6 ? y : x - 1;
+        if (code == 6) { TQ_DROP_ACTIVE(x); TQ_RESOLVE(y); }
         for (;;) {
             tq_pending *blocker = NULL;
-            if (snapshot >= y) { out1[0] = 0; break; }
+            if (snapshot >= target) { out1[0] = 0; break; }
             for (k = 0; k < n_pending; k++) if (pending[k].cts == snapshot + 1) blocker = &pending[k];
             if (blocker != NULL && !blocker->resolved && blocker->deadline <= now) {
                 if (!blocker->decided) {   /* abort it: its owner can no longer claim it */

@@ -26,6 +26,11 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tq_write_sets (txid BIGINT NOT NULL, cts BIG
 CREATE INDEX IF NOT EXISTS tq_write_sets_hash ON tq_write_sets (key_hash);
 CREATE INDEX IF NOT EXISTS tq_write_sets_txid ON tq_write_sets (txid);
 CREATE INDEX IF NOT EXISTS tq_write_sets_cts ON tq_write_sets (cts);
+-- Hashed (table, key) read-sets of SERIALIZABLE writers (point reads), logged with the
+-- write-set and certified against later committers' write-sets (tique/read_sets.py).
+CREATE UNLOGGED TABLE IF NOT EXISTS tq_read_sets (txid BIGINT NOT NULL, cts BIGINT NOT NULL, key_hash BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS tq_read_sets_txid ON tq_read_sets (txid);
+CREATE INDEX IF NOT EXISTS tq_read_sets_cts ON tq_read_sets (cts);
 
 -- Durability: only a transaction's commit marker (the INSERT into tq_outcome that
 -- decides it) commits with the server's synchronous_commit setting. Every other commit
@@ -121,6 +126,46 @@ BEGIN
     IF owner IS NULL THEN
       -- No committing row: either a tq_take_cts call between nextval and its lock, or
       -- a call that died. Wait out the calls in flight, then look again.
+      PERFORM pg_advisory_lock(7411, 3);
+      PERFORM pg_advisory_unlock(7411, 3);
+      SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
+      IF owner IS NOT NULL THEN
+        CONTINUE;
+      END IF;
+    END IF;
+    INSERT INTO tq_outcome (cts, txid, did_commit) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
+  END LOOP;
+END $$;
+
+-- Ordered certification (tique/read_sets.py): waits, as tq_publish does (bounded by
+-- p_timeout_ms per predecessor, aborting owners that died or stalled past it), until
+-- every commit timestamp below p_cts has an outcome, and returns the snapshot then.
+-- Unlike tq_publish it leaves p_cts (still undecided) alone.
+CREATE OR REPLACE FUNCTION tq_await(p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE s BIGINT; p BIGINT; owner BIGINT;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
+  LOOP
+    SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
+    IF s >= p_cts - 1 THEN
+      RETURN s;
+    END IF;
+    SELECT min(g) INTO p FROM generate_series(s + 1, p_cts - 1) AS g
+      WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = g);
+    IF p IS NULL THEN
+      UPDATE tq_clock SET snapshot = greatest(snapshot, p_cts - 1) WHERE id = 1;
+      RETURN p_cts - 1;
+    END IF;
+    BEGIN
+      PERFORM set_config('lock_timeout', p_timeout_ms::text || 'ms', true);
+      PERFORM pg_advisory_lock_shared(p);
+      PERFORM pg_advisory_unlock_shared(p);
+    EXCEPTION WHEN lock_not_available THEN
+      NULL;
+    END;
+    PERFORM set_config('lock_timeout', '0', true);
+    SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
+    IF owner IS NULL THEN
       PERFORM pg_advisory_lock(7411, 3);
       PERFORM pg_advisory_unlock(7411, 3);
       SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;

@@ -41,6 +41,16 @@ class Oracle(Protocol):
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
 
+    def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
+        """Waits until every commit timestamp below `cts` has an outcome (so its write-set,
+        logged before its outcome, is visible), aborting owners that stall past their
+        timeout as publish does; `cts` itself stays undecided. Ordered certification of
+        read-sets (tique/read_sets.py) waits here, and never longer than those timeouts."""
+
+    def await_statement(self, cts: int, timeout: float) -> tuple[str, list] | None:
+        """await_predecessors as (sql, params), to send in one request with the read-set
+        certification after it; None where the oracle waits in process memory."""
+
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         """Waits until the snapshot reaches `at_least` and returns it; None where the
         oracle does not offer it."""

@@ -93,6 +93,12 @@ class LocalOracle:
             self._resolve(cts)
         self._wait_until(raw, cts)
 
+    def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
+        self._wait_until(raw, cts - 1)
+
+    def await_statement(self, cts: int, timeout: float) -> None:
+        return None  # the wait runs in process or server memory, not as a statement
+
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         """Waits until the snapshot reaches `at_least` (aborting owners that stall past
         their timeout, as publish does) and returns it."""

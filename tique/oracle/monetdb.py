@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from tique.errors import OperationalError
 
-CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND = range(1, 15)
+CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND, AWAIT = range(1, 16)
 _CALL = "SELECT r1, r2, r3 FROM tq_oracle($1, $2, $3)"
 STALE_MS = 200  # a commit timestamp undecided this long may belong to a dead owner
 
@@ -90,8 +90,16 @@ class MonetDBOracle:
         return self._one(raw, DECIDE, cts)[0] == 1
 
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
+        self._wait(raw, lambda: self._one(raw, PUBLISH, txid, cts))
+
+    def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
+        self._wait(raw, lambda: self._one(raw, AWAIT, cts))
+
+    def _wait(self, raw: Any, call: Callable[[], tuple]) -> None:
+        """Runs the oracle's wait `call` until it reports the snapshot reached, deciding
+        for the stuck owners it reports on the way."""
         while True:
-            status, stuck_cts, detail = self._one(raw, PUBLISH, txid, cts)
+            status, stuck_cts, detail = call()
             if status <= 0:
                 return
             if status == 1:
@@ -106,6 +114,9 @@ class MonetDBOracle:
                 if not written:
                     self._abort_writer(raw, stuck_cts, None)
                 self._one(raw, RESOLVE, stuck_cts)
+
+    def await_statement(self, cts: int, timeout: float) -> None:
+        return None  # the wait runs in process or server memory, not as a statement
 
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         return None  # not offered: a reservation keeps the snapshot it began with

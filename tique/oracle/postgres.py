@@ -46,6 +46,12 @@ class PostgresOracle:
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         self._run(raw, "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))])
 
+    def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
+        self._run(raw, *self.await_statement(cts, timeout))
+
+    def await_statement(self, cts: int, timeout: float) -> tuple[str, list]:
+        return "SELECT tq_await($1, $2)", [cts, max(1, int(timeout * 1000))]
+
     def wait_for_snapshot(self, raw: Any, at_least: int) -> int | None:
         return None  # not offered: a reservation keeps the snapshot it began with
 

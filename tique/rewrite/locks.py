@@ -6,10 +6,16 @@ row another transaction locked or wrote after its snapshot, FOR UPDATE and FOR N
 UPDATE are taken optimistically: each row read is written back unchanged as a version
 of the transaction, which puts its key in the write-set (hashed like every written key),
 so of the locker and a concurrent writer of the row, the one that commits second loses
-certification. FOR SHARE and FOR KEY SHARE would need the read-set certified, which tique
-does not do; NOWAIT and SKIP LOCKED mean nothing where no row is ever locked.
+certification. FOR SHARE and FOR KEY SHARE, which block writers but not other sharers,
+are taken as read-set entries (tique/read_sets.py) certified at commit against writes
+only, at every isolation level: the transaction aborts if a transaction that committed
+after its start wrote a row it read so (its key, where the statement pins the table to
+one key, else any row of the table); two sharers never conflict, having written nothing.
+NOWAIT and SKIP LOCKED mean nothing where no row is ever locked.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -19,6 +25,9 @@ from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, snapshot
 from tique.rewrite.templates import KeyHash, column, quoted
 from tique.rewrite.writes import WritePlan, cache_insert, metadata
+
+if TYPE_CHECKING:
+    from tique.read_sets import ReadShape
 
 # What each engine without locking reads answers to the clause, in its own words.
 _SYNTAX_ERRORS = {
@@ -32,8 +41,9 @@ def locking_clauses(tree: exp.Expression) -> list[exp.Lock]:
 
 
 def refuse_unsupported_locks(tree: exp.Expression, dialect: str, touches_tique: bool, statement: str) -> list[exp.Lock]:
-    """The statement's top-level FOR UPDATE / FOR NO KEY UPDATE clauses, to be taken as
-    writes; raises for every locking clause this engine, or tique on it, does not take."""
+    """The statement's top-level locking clauses, to be taken as writes (FOR UPDATE, FOR NO
+    KEY UPDATE) or read-set entries (FOR SHARE, FOR KEY SHARE); raises for every locking
+    clause this engine, or tique on it, does not take."""
     locks = locking_clauses(tree)
     if not locks:
         return []
@@ -43,10 +53,6 @@ def refuse_unsupported_locks(tree: exp.Expression, dialect: str, touches_tique: 
         return []  # the engine locks its own tables itself
     for lock in locks:
         shown = _clause(lock)
-        if not lock.args.get("update"):
-            raise NotSupportedError(describe(statement, f"{shown} on tique tables is not supported: it needs read-set certification, "
-                                                        "which tique does not do yet; use FOR UPDATE (a concurrent writer of the rows read then loses), "
-                                                        "or write the rows you depend on"))
         wait = lock.args.get("wait")
         if wait is True:
             raise NotSupportedError(describe(statement, f"{shown} NOWAIT on tique tables is not supported: tique never waits for a row lock "
@@ -131,6 +137,17 @@ def lock_writes(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, formula
                   .from_(rows).where(was_read))
         writes.append(WritePlan(table, (cache_insert(table, select),), 0, False))
     return writes
+
+
+def share_shape(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, dialect: str, statement: str) -> ReadShape:
+    """What FOR SHARE / FOR KEY SHARE clauses protect: of each table they lock, the key the
+    statement pins it to, else the whole table."""
+    from tique.read_sets import ReadShape, query_shape
+
+    locked = {table.name for _, table in _locked_references(tree, locks, lookup, statement)}
+    read = query_shape(without_locks(tree), lookup, dialect)
+    points = tuple((name, sources) for name, sources in read.points if name in locked)
+    return ReadShape(frozenset(locked - {name for name, _ in points}), points)
 
 
 def without_locks(tree: exp.Select) -> exp.Select:
