@@ -149,6 +149,27 @@ class CommitStatements:
             self._write_sets[key] = compiled  # type: ignore[index]
         return compiled
 
+    def _write_set_rows(self, tables: tuple[TableDef, ...]) -> exp.Query:
+        """(txid, cts, key_hash) of every key the transaction wrote: the one place that hashes keys."""
+        parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in tables]
+        parts += [part for t in tables for part in unique_write_set(t, self.backend.key_hash)]
+        union = parts[0]
+        for part in parts[1:]:
+            union = exp.union(union, part, distinct=False)
+        return union
+
+    def write_set_hashes(self, tables: list[TableDef]) -> Compiled:
+        """The write-set's hashes alone, read before the commit timestamp is taken (for
+        engines that then send them back as a plain INSERT ... VALUES, see _commit_in_requests)."""
+        key = ("hashes", *sorted(tables, key=lambda t: t.name))
+        compiled = self._write_sets.get(key)  # type: ignore[call-overload]
+        if compiled is None:
+            rows = self._write_set_rows(tuple(sorted(tables, key=lambda t: t.name)))
+            query = exp.select("key_hash").distinct().from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("ws"))))
+            compiled = self.backend.compile(query)
+            self._write_sets[key] = compiled  # type: ignore[index]
+        return compiled
+
     def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled:
         """The write-set insert. `taken_in_request`: the commit timestamp is taken by the
         statement before it in the same request, so it is read from the session
@@ -156,12 +177,7 @@ class CommitStatements:
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
-            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key[0]]
-            parts += [part for t in key[0] for part in unique_write_set(t, self.backend.key_hash)]
-            union = parts[0]
-            for part in parts[1:]:
-                union = exp.union(union, part, distinct=False)
-            insert = exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"])
+            insert = exp.insert(self._write_set_rows(key[0]), "tq_write_sets", columns=["txid", "cts", "key_hash"])
             if taken_in_request:
                 taken = self.backend.taken_commit_timestamp()
                 assert taken is not None
@@ -217,6 +233,8 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                   timeout: float, faults: frozenset[str] = frozenset()) -> int:
     """Commits `txn`, whose writes are in the engine transaction open on `raw`, and
     returns its commit timestamp, or raises SerializationFailure."""
+    if txn.reserved_cts is None and "no-certify" not in faults and backend.commits_in_requests:
+        return _commit_in_requests(backend, raw, txn, tables, sql, timeout)
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
     cts: int | None = txn.reserved_cts
@@ -279,8 +297,16 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout)
+
+
+def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, ctx: dict[str, int],
+               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True) -> int:
+    """Step 4, once the outcome of cts is decided: publish (unless the caller's request
+    already did), then report the outcome."""
     try:
-        oracle.publish(raw, txn.txid, cts, timeout)
+        if publish:
+            backend.oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
@@ -297,6 +323,69 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
+                        timeout: float) -> int:
+    """commit_writer's steps 1-4 in three requests, for engines that run several
+    statements per request (MonetDB):
+    1. the held cache inserts and the write-set's hashes (a read), then take the commit
+       timestamp: nothing is flushed while the timestamp is held;
+    2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
+       the writes), then, after it, claim the timestamp (decide) and certify (a read);
+    3. the outcome row (the commit point, autocommitted), then publish.
+    The server runs a request's statements in order and stops at the first that fails,
+    so step 2's COMMIT precedes its certification read as the invariant requires."""
+    oracle = backend.oracle
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": 0}
+    cts: int | None = None
+    try:
+        hashes_query = sql.write_set_hashes(tables)
+        found, taken = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
+                                             oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
+        cts = int(taken[0][0])
+        if cts < 0:
+            raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
+        ctx["tq_cts"] = cts
+        hashes = [int(row[0]) for row in found]
+        statements: list[tuple[str, list]] = []
+        if hashes:
+            rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
+            statements.append((f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)]))
+        txn.engine_open = False
+        decided, conflicts = backend.request(raw, [*statements, ("COMMIT", []), oracle.statement("decide", cts, 0),
+                                                   (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+    except BaseException as error:
+        txn.engine_open = False
+        try:
+            backend.rollback_engine(raw)  # a no-op where the failed request already ended it
+        except Exception:
+            pass
+        if cts is not None:
+            _give_back(backend, raw, txn.txid, cts, timeout)  # whether or not the writes committed: an abort
+        else:
+            _end_quietly(backend, raw, txn.txid)
+        if isinstance(error, Exception) and backend.is_transient_conflict(error):
+            raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
+        if isinstance(error, Exception) and not isinstance(error, OperationalError):
+            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+        raise
+    lost = int(decided[0][0]) != 1  # a timeout resolver aborted cts before we claimed it
+    committed = not lost and not conflicts
+    published = False
+    if not lost:
+        try:
+            (status,) = backend.request(raw, [("INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, $3)", [cts, txn.txid, committed]),
+                                              oracle.statement("publish", txn.txid, cts)])
+            published = int(status[0][0]) == 0  # anything else: publish() resolves what blocks it
+        except BaseException as error:
+            if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
+                _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
+                if isinstance(error, Exception) and not isinstance(error, OperationalError):
+                    raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+                raise
+            committed, lost = False, True
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout, publish=not published)
 
 
 def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:
