@@ -76,7 +76,7 @@ def test_a_write_and_its_key_check_are_one_request(connect: Connect, engine: str
 
 def test_new_order_round_trips_within_native_plus_four(monetdb_server: Any) -> None:
     """A TPC-C New-Order of 10 lines through tique-monetdb makes at most native MonetDB's
-    round trips plus 4 (begin, and a commit of three requests against native's one), as
+    round trips plus 4 (begin, and a commit of four requests against native's one, less the cache inserts that travel in other requests), as
     both count them (tique/session.py, drivers/counting.py); and its writes reach the
     engine in one engine commit, at commit, besides the outcome row."""
     import random

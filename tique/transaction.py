@@ -327,13 +327,15 @@ def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableD
 
 def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                         timeout: float) -> int:
-    """commit_writer's steps 1-4 in three requests, for engines that run several
+    """commit_writer's steps 1-4 in four requests, for engines that run several
     statements per request (MonetDB):
     1. the held cache inserts and the write-set's hashes (a read), then take the commit
        timestamp: nothing is flushed while the timestamp is held;
     2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
-       the writes), then, after it, claim the timestamp (decide) and certify (a read);
-    3. the outcome row (the commit point, autocommitted), then publish.
+       the writes), then, after it, certify (a read);
+    3. claim the timestamp (decide) and insert the outcome row in one statement (the
+       commit point, autocommitted);
+    4. publish.
     The server runs a request's statements in order and stops at the first that fails,
     so step 2's COMMIT precedes its certification read as the invariant requires."""
     oracle = backend.oracle
@@ -341,8 +343,8 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     cts: int | None = None
     try:
         hashes_query = sql.write_set_hashes(tables)
-        found, taken = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
-                                             oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
+        (found, taken), _ = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
+                                                  oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
         cts = int(taken[0][0])
         if cts < 0:
             raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
@@ -353,8 +355,7 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
             rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
             statements.append((f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)]))
         txn.engine_open = False
-        decided, conflicts = backend.request(raw, [*statements, ("COMMIT", []), oracle.statement("decide", cts, 0),
-                                                   (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+        (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
     except BaseException as error:
         txn.engine_open = False
         try:
@@ -370,22 +371,24 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
-    lost = int(decided[0][0]) != 1  # a timeout resolver aborted cts before we claimed it
-    committed = not lost and not conflicts
-    published = False
-    if not lost:
-        try:
-            (status,) = backend.request(raw, [("INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ($1, $2, $3)", [cts, txn.txid, committed]),
-                                              oracle.statement("publish", txn.txid, cts)])
-            published = int(status[0][0]) == 0  # anything else: publish() resolves what blocks it
-        except BaseException as error:
-            if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
-                _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
-                if isinstance(error, Exception) and not isinstance(error, OperationalError):
-                    raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
-                raise
-            committed, lost = False, True
-    return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout, publish=not published)
+    committed = not conflicts
+    try:
+        # The outcome row goes in only if the oracle lets us decide cts (a timeout resolver
+        # may have aborted it first): an insert from the oracle call, so that nothing can
+        # come between the claim and the row.
+        decide, decide_params = oracle.statement("decide", cts, 0)
+        marker = (f"INSERT INTO tq_outcome (cts, txid, did_commit) SELECT CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BOOLEAN) "
+                  f"FROM ({decide}) AS tq_decided WHERE tq_decided.r1 = 1")
+        _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
+    except BaseException as error:
+        if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
+            _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
+            if isinstance(error, Exception) and not isinstance(error, OperationalError):
+                raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+            raise
+        return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
+    lost = inserted != 1  # a timeout resolver aborted cts before we could claim it
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed and not lost, lost, timeout)
 
 
 def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:

@@ -181,8 +181,10 @@ class Backend(ABC):
     # (tique/transaction.py, _commit_in_requests): needs request().
     commits_in_requests = False
 
-    def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]], commit: bool = False) -> list[list[tuple]]:
-        """Sends `statements` as one request; returns the rows of each query among them."""
+    def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]],
+                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
+        """Sends `statements` as one request; returns the rows of each query among them
+        and the row count of each insert."""
         raise NotImplementedError
 
     def commit_engine(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:

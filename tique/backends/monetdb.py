@@ -578,9 +578,11 @@ class MonetDBBackend(Backend):
                 cursors[index] = _Inserted(count)
         return cursors
 
-    def request(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]], commit: bool = False) -> list[list[tuple]]:
+    def request(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]],
+                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
         """Sends `statements` ($n markers) as one request and returns the rows of each of
-        its queries, in order. `commit`: the request ends the open engine transaction."""
+        its queries and the row count of each of its inserts (held ones left out), in
+        order. `commit`: the request ends the open engine transaction."""
         parts, values = [], []
         for sql, params in statements:
             text, vals = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
@@ -598,7 +600,7 @@ class MonetDBBackend(Backend):
         except pymonetdb.exceptions.Error:
             raw.prepared.clear()
             raise
-        return cur.result_sets()
+        return cur.result_sets(), cur.updates[cur.carried:]
 
     def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
         """On the session's second connection (autocommit): an open transaction reads the
