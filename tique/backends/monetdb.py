@@ -184,7 +184,7 @@ class Session(BaseSession):
     # _ColumnRule), so an error still surfaces at the statement that caused it.
     held: list[tuple[str, list]] = field(default_factory=list)
     catalog_version: int | None = None  # as of the transaction's begin; keys column_rules
-    column_rules: dict[tuple[str, int | None], tuple["_ColumnRule", ...] | None] = field(default_factory=dict)
+    column_rules: dict[tuple[str, str, int | None], tuple["_ColumnRule", ...] | None] = field(default_factory=dict)
 
     def cursor(self) -> Any:
         return _CountedCursor(self)
@@ -356,14 +356,14 @@ class MonetDBBackend(Backend):
             cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
-    def _run(self, raw: Session, text: str, values: list, hold: bool = False) -> Any:
+    def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
         try:
-            return self._send(raw, text, values, hold)
+            return self._send(raw, text, values, hold, commit)
         except pymonetdb.exceptions.Error:
             raw.prepared.clear()  # a failed statement drops every prepared statement of the session
             raise
 
-    def _send(self, raw: Session, text: str, values: list, hold: bool = False) -> Any:
+    def _send(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
         """`hold`: do not send the statement, hold it for the session's next request
         (Session.held); the caller knows it cannot fail."""
         cur = raw.cursor()
@@ -371,13 +371,13 @@ class MonetDBBackend(Backend):
             if hold:
                 raw.held.append((text, []))
                 return None
-            cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
+            cur.execute(text.replace("%%", "%"), commit=commit)  # no values: pymonetdb sends the text as it is
             return cur
         if raw.schema_change:
             if hold:
                 raw.held.append((text, list(values)))
                 return None
-            cur.execute(text, values)
+            cur.execute(text, values, commit=commit)
             return cur
         prepared = raw.prepared.get(text)
         if prepared is not None and not all(map(_keeps, values, prepared[2])):
@@ -395,18 +395,18 @@ class MonetDBBackend(Backend):
                 raw.held.append((f"EXEC {ident}({', '.join(['%s'] * markers)})", list(values)))
                 return None
             try:
-                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text)
+                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text, commit=commit)
                 return cur
             except pymonetdb.exceptions.Error:
                 # e.g. a table it used was dropped; a failed statement drops all of them
                 raw.prepared.clear()
-                if raw.in_transaction:
+                if raw.in_transaction or commit:
                     raise  # the failure aborted the engine transaction: no second try in it
                 cur = raw.cursor()
         if hold:
             raw.held.append((text, list(values)))
             return None
-        cur.execute(text, values)
+        cur.execute(text, values, commit=commit)
         return cur
 
     def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
@@ -448,7 +448,9 @@ class MonetDBBackend(Backend):
         store it: of the column's type and size, and not NULL where the column forbids it.
         Rows that come back from the validating read in the engine's own types always do;
         anything this cannot tell (another type, an unknown column) is sent at once."""
-        key = (target, raw.catalog_version)
+        if raw.schema_change:  # the columns may be changing in this very transaction
+            return False
+        key = (target, columns, raw.catalog_version)
         rules = raw.column_rules.get(key, ())
         if rules == ():
             names = [m.group(1) or m.group(2) for m in re.finditer(r'"([^"]+)"|(\w+)', columns)]
@@ -559,9 +561,11 @@ class MonetDBBackend(Backend):
         *first, last = statements
         cursors: list[Any] = []
         held: list[int] = []  # indexes of the statements sent in front of the last one
+        # Only a query answers in a request of its own, with the inserts' counts beside.
+        last_is_query = re.match(r"\s*(?:SELECT|WITH)\b", str(last[0]), re.IGNORECASE) is not None
         for sql, params in first:
             text, values = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
-            if raw.in_transaction and getattr(sql, "direct", False):
+            if raw.in_transaction and last_is_query and getattr(sql, "direct", False):
                 self._run(raw, text, values, hold=True)
                 held.append(len(cursors))
                 cursors.append(None)
@@ -580,27 +584,19 @@ class MonetDBBackend(Backend):
 
     def request(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]],
                 commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
-        """Sends `statements` ($n markers) as one request and returns the rows of each of
-        its queries and the row count of each of its inserts (held ones left out), in
-        order. `commit`: the request ends the open engine transaction."""
-        parts, values = [], []
-        for sql, params in statements:
-            text, vals = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
-            parts.append(text)
-            values += vals
-        operation = "; ".join(parts)
-        if not values:
-            operation = operation.replace("%%", "%")
-        cur = raw.cursor()
-        cur.whole_results()
+        """Sends `statements` as one request (each prepared where it repeats, as any
+        statement) and returns the rows of each of its queries and the row count of
+        each of its inserts, in order. `commit`: the request ends the open engine
+        transaction."""
+        earlier = len(raw.held)  # held inserts of earlier statements go out first
+        texts = [(sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params) for sql, params in statements]
+        for text, values in texts[:-1]:
+            self._run(raw, FormatSQL(text), values, hold=True)
+        text, values = texts[-1]
         if commit:
             raw.in_transaction = False
-        try:
-            cur.execute(operation, values, commit=commit)
-        except pymonetdb.exceptions.Error:
-            raw.prepared.clear()
-            raise
-        return cur.result_sets(), cur.updates[cur.carried:]
+        cur = self._run(raw, FormatSQL(text), values, commit=commit)
+        return cur.result_sets(), cur.updates[earlier:]
 
     def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
         """On the session's second connection (autocommit): an open transaction reads the
