@@ -19,6 +19,15 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
+On MonetDB the steps travel in four requests (_commit_in_requests): the write-set's
+hashes are read, and only then the timestamp taken, in the first; the write-set insert,
+COMMIT and the certification read in the second (the server runs a request's statements
+in order, so the certification still starts after the commit); decide + outcome row in
+the third; publish in the fourth. Cache inserts an UPDATE or DELETE computed there wait
+on the session (Session.held) and travel in front of the transaction's next statement,
+inside the same engine transaction, so the transaction reads them and the write-set
+read sees them; only rows that provably fit their columns wait, so no error moves from
+the statement that caused it to a later one.
 Invariant: step 2 commits before step 3 starts in every transaction, so of two
 overlapping writers of a key the one that certifies second always sees the other's
 write-set. Versions in the cache are invisible to every other transaction until their
