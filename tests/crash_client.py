@@ -41,8 +41,20 @@ def main(url: str, point: str, key: int, value: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
+    original_request = backend.request
+
+    def request(raw, statements, *args, **options):  # type: ignore[no-untyped-def]  # several statements in one request (MonetDB)
+        marker = any(COMMIT_MARKER.match(str(sql)) is not None for sql, _ in statements)
+        if marker and point == "before-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original_request(raw, statements, *args, **options)
+        if marker and point == "after-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
     backend.execute = execute  # type: ignore[method-assign]
     backend.execute_all = execute_all  # type: ignore[method-assign]
+    backend.request = request  # type: ignore[method-assign]
     cur = conn.cursor()
     cur.execute("UPDATE kv SET v = ? WHERE k = ?", (value, key))
     if point == "before-commit":

@@ -96,3 +96,48 @@ def test_point_statements_stay_prepared_across_analytical_reads_and_decimals(mon
         assert cur.fetchone()[0] == expected[1]
     finally:
         conn.close()
+
+
+def test_held_cache_inserts_are_read_committed_and_never_fail_later(monetdb_url: str) -> None:
+    """An UPDATE's new versions, computed by its validating read, wait on the session for
+    its next request (no round trip of their own) only when every value fits its column:
+    the transaction still reads them, one engine commit carries them, and a value that
+    does not fit fails the UPDATE itself, as natively, not a later statement."""
+    conn = tique.connect(monetdb_url)
+    other = tique.connect(monetdb_url)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name VARCHAR(5) NOT NULL, qty INTEGER, price DECIMAL(6, 2))")
+        cur.execute("INSERT INTO item VALUES (1, 'ab', 10, 1.50), (2, 'cd', 20, 2.50)")
+        conn.commit()
+        session = conn._raw
+        for _ in range(3):  # the statements get prepared on the way
+            cur.execute("UPDATE item SET qty = qty + 1, price = price * 2 WHERE id = ?", (1,))
+            assert session.held, "the new version's insert went out on its own"
+            start = conn.counters
+            cur.execute("UPDATE item SET qty = qty + 1, price = price * 2 WHERE id = ?", (2,))
+            trips = (conn.counters - start).round_trips
+            cur.execute("SELECT id, qty, price FROM item ORDER BY id")
+            read = cur.fetchall()
+            assert not session.held
+            conn.commit()
+            other_cur = other.cursor()
+            other_cur.execute("SELECT id, qty, price FROM item ORDER BY id")
+            assert other_cur.fetchall() == read
+            other.commit()
+        assert trips == 1  # prepared by now: the read, with the earlier rows in front of it
+        assert read == [(1, 13, Decimal("12.00")), (2, 23, Decimal("20.00"))]
+        # Values that do not fit fail at their statement: too long, NULL into NOT NULL,
+        # past INTEGER. Each leaves nothing behind.
+        for bad in ("UPDATE item SET name = name || 'xyzxyz' WHERE id = 1", "UPDATE item SET name = NULL WHERE id = 1",
+                    "UPDATE item SET qty = qty * 1000000000 WHERE id = 1"):
+            cur.execute("UPDATE item SET qty = qty + 100 WHERE id = 2")  # held, and fine
+            with pytest.raises(tique.DatabaseError):
+                cur.execute(bad)
+            conn.rollback()
+            assert not session.held
+        cur.execute("SELECT id, name, qty, price FROM item ORDER BY id")
+        assert cur.fetchall() == [(1, "ab", 13, Decimal("12.00")), (2, "cd", 23, Decimal("20.00"))]
+    finally:
+        conn.close()
+        other.close()

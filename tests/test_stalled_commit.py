@@ -72,9 +72,24 @@ class Stall:
         self.resume.wait(timeout=60)
         return self.original_decide(raw, cts)
 
+    def statement(self, op: str, a: int, b: int) -> Any:
+        """Oracles whose calls travel in requests of several statements (MonetDB): the
+        victim stops right before it sends the request that decides its timestamp."""
+        if op == "take":
+            self.take_statement(a)
+        elif op == "decide" and threading.get_ident() == self.victim_thread:
+            self.victim_thread = None
+            self.cts = a
+            self.holding.set()
+            self.resume.wait(timeout=60)
+        return self.original_statement(op, a, b)
+
     def install(self, monkeypatch: pytest.MonkeyPatch, oracle: Any) -> None:
         monkeypatch.setattr(oracle, "take_statement", self.take_statement)
         monkeypatch.setattr(oracle, "decide", self.decide)
+        if hasattr(oracle, "statement"):
+            self.original_statement = oracle.statement
+            monkeypatch.setattr(oracle, "statement", self.statement)
 
 
 def commit_in_thread(conn: tique.Connection) -> tuple[threading.Thread, dict[str, Any]]:

@@ -19,6 +19,15 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
+On MonetDB the steps travel in four requests (_commit_in_requests): the write-set's
+hashes are read, and only then the timestamp taken, in the first; the write-set insert,
+COMMIT and the certification read in the second (the server runs a request's statements
+in order, so the certification still starts after the commit); decide + outcome row in
+the third; publish in the fourth. Cache inserts an UPDATE or DELETE computed there wait
+on the session (Session.held) and travel in front of the transaction's next statement,
+inside the same engine transaction, so the transaction reads them and the write-set
+read sees them; only rows that provably fit their columns wait, so no error moves from
+the statement that caused it to a later one.
 Invariant: step 2 commits before step 3 starts in every transaction, so of two
 overlapping writers of a key the one that certifies second always sees the other's
 write-set. Versions in the cache are invisible to every other transaction until their
@@ -189,6 +198,27 @@ class CommitStatements:
             self._write_sets[key] = compiled  # type: ignore[index]
         return compiled
 
+    def _write_set_rows(self, tables: tuple[TableDef, ...]) -> exp.Query:
+        """(txid, cts, key_hash) of every key the transaction wrote: the one place that hashes keys."""
+        parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in tables]
+        parts += [part for t in tables for part in unique_write_set(t, self.backend.key_hash)]
+        union = parts[0]
+        for part in parts[1:]:
+            union = exp.union(union, part, distinct=False)
+        return union
+
+    def write_set_hashes(self, tables: list[TableDef]) -> Compiled:
+        """The write-set's hashes alone, read before the commit timestamp is taken (for
+        engines that then send them back as a plain INSERT ... VALUES, see _commit_in_requests)."""
+        key = ("hashes", *sorted(tables, key=lambda t: t.name))
+        compiled = self._write_sets.get(key)  # type: ignore[call-overload]
+        if compiled is None:
+            rows = self._write_set_rows(tuple(sorted(tables, key=lambda t: t.name)))
+            query = exp.select("key_hash").distinct().from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier("ws"))))
+            compiled = self.backend.compile(query)
+            self._write_sets[key] = compiled  # type: ignore[index]
+        return compiled
+
     def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled | None:
         """The write-set insert (None without written tables: a FOR SHARE reader). `taken_in_request`:
         the commit timestamp is taken by the statement before it in the same request, so it is read
@@ -198,12 +228,7 @@ class CommitStatements:
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
-            parts = [table_template("common/write_set.sql", t, t.physical_columns, self.backend.key_hash)[0] for t in key[0]]
-            parts += [part for t in key[0] for part in unique_write_set(t, self.backend.key_hash)]
-            union = parts[0]
-            for part in parts[1:]:
-                union = exp.union(union, part, distinct=False)
-            insert = exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"])
+            insert = exp.insert(self._write_set_rows(key[0]), "tq_write_sets", columns=["txid", "cts", "key_hash"])
             if taken_in_request:
                 taken = self.backend.taken_commit_timestamp()
                 assert taken is not None
@@ -299,6 +324,10 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     """Commits `txn`, whose writes are in the engine transaction open on `raw`, and
     returns its commit timestamp, or raises SerializationFailure. `reads`: the read-set
     to log and certify (SERIALIZABLE), in commit-timestamp order (see the invariant)."""
+    # The four-request commit has no read certification, no pause point and needs a write-set.
+    if (txn.reserved_cts is None and "no-certify" not in faults and backend.commits_in_requests and reads is None
+            and pause is None and tables):
+        return _commit_in_requests(backend, raw, txn, tables, sql, timeout)
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
     cts: int | None = txn.reserved_cts
@@ -381,8 +410,16 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         if isinstance(error, Exception) and not isinstance(error, OperationalError):
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout, read_conflict=read_conflict)
+
+
+def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, ctx: dict[str, int],
+               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True, read_conflict: bool = False) -> int:
+    """Step 4, once the outcome of cts is decided: publish (unless the caller's request
+    already did), then report the outcome."""
     try:
-        oracle.publish(raw, txn.txid, cts, timeout)
+        if publish:
+            backend.oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
@@ -402,6 +439,72 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
+                        timeout: float) -> int:
+    """commit_writer's steps 1-4 in four requests, for engines that run several
+    statements per request (MonetDB):
+    1. the held cache inserts and the write-set's hashes (a read), then take the commit
+       timestamp: nothing is flushed while the timestamp is held;
+    2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
+       the writes), then, after it, certify (a read);
+    3. claim the timestamp (decide) and insert the outcome row in one statement (the
+       commit point, autocommitted);
+    4. publish.
+    The server runs a request's statements in order and stops at the first that fails,
+    so step 2's COMMIT precedes its certification read as the invariant requires."""
+    oracle = backend.oracle
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": 0}
+    cts: int | None = None
+    try:
+        hashes_query = sql.write_set_hashes(tables)
+        (found, taken), _ = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
+                                                  oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
+        cts = int(taken[0][0])
+        if cts < 0:
+            raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
+        ctx["tq_cts"] = cts
+        hashes = [int(row[0]) for row in found]
+        statements: list[tuple[str, list]] = []
+        if hashes:
+            rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
+            statements.append((f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)]))
+        txn.engine_open = False
+        (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+    except BaseException as error:
+        txn.engine_open = False
+        try:
+            backend.rollback_engine(raw)  # a no-op where the failed request already ended it
+        except Exception:
+            pass
+        if cts is not None:
+            _give_back(backend, raw, txn.txid, cts, timeout)  # whether or not the writes committed: an abort
+        else:
+            _end_quietly(backend, raw, txn.txid)
+        if isinstance(error, Exception) and backend.is_transient_conflict(error):
+            raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
+        if isinstance(error, Exception) and not isinstance(error, OperationalError):
+            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+        raise
+    committed = not conflicts
+    try:
+        # The outcome row goes in only if the oracle lets us decide cts (a timeout resolver
+        # may have aborted it first): an insert from the oracle call, so that nothing can
+        # come between the claim and the row.
+        decide, decide_params = oracle.statement("decide", cts, 0)
+        marker = (f"INSERT INTO tq_outcome (cts, txid, did_commit) SELECT CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BOOLEAN) "
+                  f"FROM ({decide}) AS tq_decided WHERE tq_decided.r1 = 1")
+        _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
+    except BaseException as error:
+        if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
+            _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
+            if isinstance(error, Exception) and not isinstance(error, OperationalError):
+                raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+            raise
+        return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
+    lost = inserted != 1  # a timeout resolver aborted cts before we could claim it
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed and not lost, lost, timeout)
 
 
 def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:

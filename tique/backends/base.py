@@ -177,6 +177,16 @@ class Backend(ABC):
         and returns a cursor for each; stops at the first that fails, raising its error."""
         return [self.execute(raw, sql, params) for sql, params in statements]
 
+    # The commit protocol runs in a few requests of several statements each
+    # (tique/transaction.py, _commit_in_requests): needs request().
+    commits_in_requests = False
+
+    def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]],
+                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
+        """Sends `statements` as one request; returns the rows of each query among them
+        and the row count of each insert."""
+        raise NotImplementedError
+
     def commit_engine(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:
         """Runs `statements` inside the engine transaction open on `raw`, then commits it
         (one engine commit), in one request where the engine can; returns their cursors."""

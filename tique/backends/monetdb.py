@@ -8,7 +8,9 @@ a statement needs the other one: `minimal_fast` for point and commit-path statem
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -97,28 +99,64 @@ def sqlstate(error: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
+class _ReplyCursor(pymonetdb.sql.cursors.Cursor):
+    """pymonetdb's cursor, keeping the row count of every insert of a request of several
+    statements (pymonetdb keeps only the last one's)."""
+    updates: list[int]
+
+    def _store_result(self, block: Any, *, update_existing: bool) -> None:  # type: ignore[override]
+        if not update_existing:
+            self.updates = [int(line[2:].split()[0]) for line in (block or "").split("\n") if line.startswith("&2 ")]
+        super()._store_result(block, update_existing=update_existing)
+
+
 class _CountedCursor:
     """A pymonetdb cursor whose every execute is accounted as a round trip of its session."""
 
     def __init__(self, session: "Session") -> None:
         self._session = session
-        self._cursor = session.conn.cursor()
+        self._cursor = _ReplyCursor(session.conn)
+        self.carried = 0  # held inserts that went out in front of the last statement sent
 
     def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None, commit: bool = False) -> Any:
         """`origin`: the statement an EXEC runs, which says whether it writes. A
         transaction's pending START TRANSACTION travels in front of its first statement,
         in the same request (MonetDB runs a request of several statements in order and
-        answers with the last one's result)."""
+        answers with a result for each), and so do the cache inserts the session holds
+        (Session.held): the engine transaction runs them before the statement, which
+        therefore reads them."""
         session = self._session
-        if session.pending_begin and not _SESSION_ONLY.match(operation):
-            session.pending_begin = False
-            operation = "START TRANSACTION; " + operation
+        values = list(parameters) if parameters else []
+        self.carried = 0
+        if not _SESSION_ONLY.match(operation):
+            if session.held:
+                held, session.held = session.held, []
+                self.carried = len(held)
+                texts = [text for text, _ in held]  # FormatSQL form: %s markers, a literal % doubled
+                held_values = [v for _, vs in held for v in vs]
+                if values or held_values:  # pymonetdb formats the request as a whole
+                    if not values:
+                        operation = operation.replace("%", "%%")
+                else:
+                    texts = [t.replace("%%", "%") for t in texts]
+                operation = "; ".join([*texts, operation])
+                values = held_values + values
+            if session.pending_begin:
+                session.pending_begin = False
+                operation = "START TRANSACTION; " + operation
         with session.round_trip(origin or operation, commit=commit):
-            return self._cursor.execute(operation, parameters)
+            return self._cursor.execute(operation, values or None)
 
     def whole_results(self) -> None:
         """The next result comes in its first reply, however many rows it has."""
         self._cursor.replysize = -1
+
+    def result_sets(self) -> list[list[tuple]]:
+        """The rows of every query of the request just sent, in order."""
+        found = [self._cursor.fetchall()] if self._cursor.description is not None else []
+        while self._cursor.nextset():
+            found.append(self._cursor.fetchall())
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
@@ -140,6 +178,13 @@ class Session(BaseSession):
     # in the SQL), so which connection runs it does not change what it sees. It shares
     # the main session's counters.
     analytic: "Session | None" = None
+    # Cache inserts held for the next request of the open engine transaction, as
+    # (text with %s markers, values): they go out in front of its next statement or its
+    # COMMIT (see _CountedCursor.execute). Only rows that cannot fail are held (see
+    # _ColumnRule), so an error still surfaces at the statement that caused it.
+    held: list[tuple[str, list]] = field(default_factory=list)
+    catalog_version: int | None = None  # as of the transaction's begin; keys column_rules
+    column_rules: dict[tuple[str, str, int | None], tuple["_ColumnRule", ...] | None] = field(default_factory=dict)
 
     def cursor(self) -> Any:
         return _CountedCursor(self)
@@ -213,6 +258,7 @@ class MonetDBBackend(Backend):
     missing_table = (re.compile(r"no such table '(?P<table>[^']+)'"),)
     supports_returning = False
     adopts_by_rename = True
+    commits_in_requests = True
 
     def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()
@@ -310,20 +356,28 @@ class MonetDBBackend(Backend):
             cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
-    def _run(self, raw: Session, text: str, values: list) -> Any:
+    def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
         try:
-            return self._send(raw, text, values)
+            return self._send(raw, text, values, hold, commit)
         except pymonetdb.exceptions.Error:
             raw.prepared.clear()  # a failed statement drops every prepared statement of the session
             raise
 
-    def _send(self, raw: Session, text: str, values: list) -> Any:
+    def _send(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
+        """`hold`: do not send the statement, hold it for the session's next request
+        (Session.held); the caller knows it cannot fail."""
         cur = raw.cursor()
         if not values:
-            cur.execute(text.replace("%%", "%"))  # no values: pymonetdb sends the text as it is
+            if hold:
+                raw.held.append((text, []))
+                return None
+            cur.execute(text.replace("%%", "%"), commit=commit)  # no values: pymonetdb sends the text as it is
             return cur
         if raw.schema_change:
-            cur.execute(text, values)
+            if hold:
+                raw.held.append((text, list(values)))
+                return None
+            cur.execute(text, values, commit=commit)
             return cur
         prepared = raw.prepared.get(text)
         if prepared is not None and not all(map(_keeps, values, prepared[2])):
@@ -337,16 +391,22 @@ class MonetDBBackend(Backend):
                 prepared = self._prepare(raw, text)
         if prepared is not None and all(map(_keeps, values, prepared[2])):
             ident, markers, _ = prepared
+            if hold:
+                raw.held.append((f"EXEC {ident}({', '.join(['%s'] * markers)})", list(values)))
+                return None
             try:
-                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text)
+                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text, commit=commit)
                 return cur
             except pymonetdb.exceptions.Error:
                 # e.g. a table it used was dropped; a failed statement drops all of them
                 raw.prepared.clear()
-                if raw.in_transaction:
+                if raw.in_transaction or commit:
                     raise  # the failure aborted the engine transaction: no second try in it
                 cur = raw.cursor()
-        cur.execute(text, values)
+        if hold:
+            raw.held.append((text, list(values)))
+            return None
+        cur.execute(text, values, commit=commit)
         return cur
 
     def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
@@ -376,9 +436,34 @@ class MonetDBBackend(Backend):
         if rows:
             marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
             # Through _run, so an insert that repeats (one table, one row count) runs prepared.
+            # Inside an engine transaction, rows that provably fit the target's columns wait
+            # for the session's next request: nothing about them can fail later.
+            hold = raw.in_transaction and self._fit(raw, target, columns, rows)
             self._run(raw, FormatSQL(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}"),
-                      [v for row in rows for v in row])
+                      [v for row in rows for v in row], hold=hold)
         return _Inserted(len(rows))
+
+    def _fit(self, raw: Session, target: str, columns: str, rows: list) -> bool:
+        """Whether every value of `rows` fits its column of `target` as the engine would
+        store it: of the column's type and size, and not NULL where the column forbids it.
+        Rows that come back from the validating read in the engine's own types always do;
+        anything this cannot tell (another type, an unknown column) is sent at once."""
+        if raw.schema_change:  # the columns may be changing in this very transaction
+            return False
+        key = (target, columns, raw.catalog_version)
+        rules = raw.column_rules.get(key, ())
+        if rules == ():
+            names = [m.group(1) or m.group(2) for m in re.finditer(r'"([^"]+)"|(\w+)', columns)]
+            by_name = {str(n): (str(k), int(d), int(sc), bool(nullable)) for n, k, d, sc, nullable in self.rows(
+                raw, "SELECT c.name, c.type, c.type_digits, c.type_scale, c.\"null\" FROM sys.columns AS c "
+                "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
+                "WHERE t.name = $1 AND s.name = current_schema", [target.strip('"')])}
+            found = [by_name.get(n) for n in names]
+            rules = None if None in found else tuple(_ColumnRule(*f) for f in found)  # type: ignore[misc]
+            raw.column_rules[key] = rules
+        if rules is None:
+            return False
+        return all(len(row) == len(rules) and all(map(_ColumnRule.admits, rules, row)) for row in rows)
 
     def _prepare(self, raw: Session, text: str) -> tuple[int, int] | None:
         plain = _FORMAT_MARK.sub(lambda m: "%" if m.group(1) == "%" else "?", text)
@@ -450,6 +535,7 @@ class MonetDBBackend(Backend):
         return cursors + [_Inserted(len(rows))]
 
     def rollback_engine(self, raw: Session) -> None:
+        raw.held.clear()
         if not raw.in_transaction:
             return
         raw.in_transaction = False
@@ -463,7 +549,54 @@ class MonetDBBackend(Backend):
         raw.prepared.clear()  # a failed statement dropped them on the server
 
     def begin(self, raw: Session) -> tuple[int, int, int]:
-        return self.oracle.begin_with(raw, self.CATALOG_VERSION_SQL)
+        began = self.oracle.begin_with(raw, self.CATALOG_VERSION_SQL)
+        if began[2] != raw.catalog_version:
+            raw.catalog_version = began[2]
+            raw.column_rules.clear()
+        return began
+
+    def execute_all(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """One request: a write's inserts of the application's rows (which may fail, and
+        then fail this statement's request) go out in front of its validating read."""
+        *first, last = statements
+        cursors: list[Any] = []
+        held: list[int] = []  # indexes of the statements sent in front of the last one
+        # Only a query answers in a request of its own, with the inserts' counts beside.
+        last_is_query = re.match(r"\s*(?:SELECT|WITH)\b", str(last[0]), re.IGNORECASE) is not None
+        for sql, params in first:
+            text, values = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
+            if raw.in_transaction and last_is_query and getattr(sql, "direct", False):
+                self._run(raw, text, values, hold=True)
+                held.append(len(cursors))
+                cursors.append(None)
+            else:
+                cursors.append(self.execute(raw, sql, params))
+        cur = self.execute(raw, last[0], last[1])
+        cursors.append(cur)
+        if held:
+            counts = getattr(cur, "updates", [])
+            carried = getattr(cur, "carried", 0)
+            # The request's inserts answer in order, the held ones last among those carried.
+            mine = counts[carried - len(held):carried] if len(counts) >= carried >= len(held) else []
+            for index, count in zip(held, mine if len(mine) == len(held) else [-1] * len(held)):
+                cursors[index] = _Inserted(count)
+        return cursors
+
+    def request(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]],
+                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
+        """Sends `statements` as one request (each prepared where it repeats, as any
+        statement) and returns the rows of each of its queries and the row count of
+        each of its inserts, in order. `commit`: the request ends the open engine
+        transaction."""
+        earlier = len(raw.held)  # held inserts of earlier statements go out first
+        texts = [(sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params) for sql, params in statements]
+        for text, values in texts[:-1]:
+            self._run(raw, FormatSQL(text), values, hold=True)
+        text, values = texts[-1]
+        if commit:
+            raw.in_transaction = False
+        cur = self._run(raw, FormatSQL(text), values, commit=commit)
+        return cur.result_sets(), cur.updates[earlier:]
 
     def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:
         """On the session's second connection (autocommit): an open transaction reads the
@@ -657,6 +790,43 @@ class MonetDBBackend(Backend):
         from tique.recovery import recover_from_log
 
         return recover_from_log(self, raw)
+
+
+_INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64, "hugeint": 128, "oid": 63}
+
+
+@dataclass(frozen=True)
+class _ColumnRule:
+    """A column of a table tique inserts into, as sys.columns describes it: what a held
+    row's value must be so that the engine stores it without an error (see MonetDBBackend._fit)."""
+    kind: str
+    digits: int
+    scale: int
+    nullable: bool
+
+    def admits(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        kind = self.kind
+        if kind in _INT_BITS:
+            limit = 2 ** (_INT_BITS[kind] - 1) - 1  # the type's lowest value is MonetDB's NULL
+            return type(value) is int and -limit <= value <= limit
+        if kind == "decimal":
+            if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+                return False
+            shape = _places(Decimal(value))
+            return shape is not None and shape[1] <= self.scale and shape[0] - shape[1] <= self.digits - self.scale
+        if kind in ("varchar", "char", "clob"):
+            return isinstance(value, str) and (self.digits <= 0 or len(value) <= self.digits)
+        if kind == "boolean":
+            return type(value) is bool
+        if kind == "double":
+            return type(value) is float and math.isfinite(value)
+        if kind == "date":
+            return type(value) is datetime.date
+        if kind == "timestamp":
+            return type(value) is datetime.datetime and value.tzinfo is None
+        return False  # other types are sent at once
 
 
 class _Inserted:

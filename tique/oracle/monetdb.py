@@ -79,6 +79,11 @@ class MonetDBOracle:
             then(cts)
         return cts
 
+    def statement(self, op: str, a: int, b: int) -> tuple[str, list[int]]:
+        """The oracle call `op` (take, decide, publish) as a statement, for a request of
+        several (tique/transaction.py, _commit_in_requests); it answers r1, r2, r3."""
+        return _CALL, [{"take": TAKE, "decide": DECIDE, "publish": PUBLISH}[op], a, b]
+
     def take_statement(self, txid: int) -> None:
         return None  # the timestamp comes from process or server memory, not a statement
 
