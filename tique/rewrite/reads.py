@@ -1,16 +1,12 @@
 """Reads: every tique table in a statement becomes its snapshot subquery."""
 from __future__ import annotations
 
-from typing import Callable
-
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableDef, normalize
+from tique.catalog import CatalogSnapshot, ROWID, TableDef, normalize
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
-
-Lookup = Callable[[str], "TableDef | None"]
 
 
 def _with_clause(node: exp.Expression) -> exp.With | None:
@@ -47,7 +43,7 @@ def _names_cte_in_scope(ref: exp.Table) -> bool:
     return False
 
 
-def referenced_tables(tree: exp.Expression, lookup: Lookup) -> list[tuple[exp.Table, TableDef]]:
+def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tuple[exp.Table, TableDef]]:
     """The table references in `tree` that name tique tables (not CTEs in scope, not other schemas)."""
     found = []
     for ref in tree.find_all(exp.Table):
@@ -56,7 +52,7 @@ def referenced_tables(tree: exp.Expression, lookup: Lookup) -> list[tuple[exp.Ta
         name = normalize(ref.name)
         if _names_cte_in_scope(ref):
             continue
-        table = lookup(name)
+        table = catalog.table(name)
         if table is not None:
             found.append((ref, table))
     return found
@@ -110,33 +106,33 @@ def carry_attached(ref: exp.Table, subquery: exp.Subquery) -> None:
             subquery.set(arg, attached)
 
 
-def lateral_read(table: TableDef, ref: exp.Table, lookup: Lookup, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
+def lateral_read(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
     """The key values `ref` is read laterally by (tique/rewrite/lateral.py), or None.
     Only where the engine can use them (`lateral`) and the formulation is not forced to scans."""
     if not lateral or formulation is Formulation.SCAN:
         return None
-    return lateral_key_values(table, ref, lookup)
+    return lateral_key_values(table, ref, catalog)
 
 
-def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], lookup: Lookup, formulation: Formulation, lateral: bool) -> bool:
+def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], catalog: CatalogSnapshot, formulation: Formulation, lateral: bool) -> bool:
     """Whether a read is analytic: some table is read by the scan formulation, and none
     laterally (a lateral read is a nested loop of point reads, which an analytic read's
     planning would forbid)."""
-    if any(lateral_read(t, ref, lookup, formulation, lateral) is not None for ref, t in touched):
+    if any(lateral_read(t, ref, catalog, formulation, lateral) is not None for ref, t in touched):
         return False
     return any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
                for ref, t in touched)
 
 
-def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
+def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
                    lateral: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
     alias; with `lateral`, a table whose key a join pins to the tables before it becomes
     `LATERAL (point snapshot) AS alias`."""
     # What each reference uses, and how it may be read, is read off the statement as
     # written, before any swap.
-    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, lookup, formulation, lateral))
-             for ref, table in referenced_tables(tree, lookup)]
+    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, catalog, formulation, lateral))
+             for ref, table in referenced_tables(tree, catalog)]
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
