@@ -169,3 +169,31 @@ def test_the_pass_lists_are_what_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         assert isinstance(bare, ReadPlan) and "_cache" not in bare.statement.sql
     finally:
         backend.close()
+
+
+def test_monetdb_plans_say_which_inserts_run_as_a_read_then_an_insert() -> None:
+    """The plan records what the rewriter knows (tique/rewrite/facts.py): which compiled
+    inserts are tique's own inserts of a query's rows, and which subqueries are snapshots
+    (whose plain storage form names MonetDB's result columns). The backend reads these
+    facts, not the SQL text."""
+    from tique.backends.monetdb import FormatSQL
+
+    backend = _backend("monetdb")
+    snapshot = CatalogSnapshot.of(_tables(backend, TABLES))
+    update = make_plan("UPDATE accounts SET balance = balance + ? WHERE id = ?", backend, snapshot, Formulation.AUTO, frozenset())
+    assert isinstance(update, WritePlan)
+    (insert,) = update.inserts
+    assert isinstance(insert.sql, FormatSQL) and insert.sql.insert_of_query is not None
+    target, columns, query = insert.sql.insert_of_query
+    assert target == '"accounts_cache"' and columns.startswith('("id", "owner", "balance"')
+    assert insert.sql == f"INSERT INTO {target} {columns} {query}" and query.startswith("SELECT")
+    values = make_plan("INSERT INTO accounts VALUES (?, ?, ?)", backend, snapshot, Formulation.AUTO, frozenset())
+    assert isinstance(values, WritePlan) and values.inserts[0].sql.insert_of_query is None  # rows from no table
+    assert values.rows is not None and values.rows.expand(3).sql.insert_of_query is None
+    read = make_plan("SELECT owner, balance + 1 FROM accounts WHERE id = ?", backend, snapshot, Formulation.AUTO, frozenset())
+    assert isinstance(read, ReadPlan) and read.statement.sql.naming is not None
+    assert '"accounts_storage"' in read.statement.sql.naming.text and "tq_outcome" not in read.statement.sql.naming.text
+    # An application's own table that only looks like tique's (a name ending in _cache) is
+    # no insert of tique's: the statement runs as written.
+    native = make_plan("INSERT INTO shop_cache (a) SELECT id FROM other", backend, snapshot, Formulation.AUTO, frozenset())
+    assert isinstance(native, NativePlan) and native.statement.sql.insert_of_query is None

@@ -37,6 +37,7 @@ from tique.catalog import TableDef
 from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
 from tique.isolation import IsolationLevel
 from tique.rewrite.constraints import write_set_parts as unique_write_set
+from tique.rewrite import facts
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
@@ -161,7 +162,7 @@ class CommitStatements:
             union = parts[0]
             for part in parts[1:]:
                 union = exp.union(union, part, distinct=False)
-            insert = exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"])
+            insert = facts.internal_insert(exp.insert(union, "tq_write_sets", columns=["txid", "cts", "key_hash"]))
             if taken_in_request:
                 taken = self.backend.taken_commit_timestamp()
                 assert taken is not None

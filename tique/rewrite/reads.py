@@ -4,6 +4,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tique.catalog import CatalogSnapshot, ROWID, TableDef, normalize
+from tique.rewrite import facts
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
@@ -20,6 +21,12 @@ def _names_cte_in_scope(ref: exp.Table) -> bool:
     A CTE is visible in the body of the query that owns its WITH and in the CTEs that
     follow it; in its own body only under WITH RECURSIVE. So `WITH t AS (SELECT * FROM t)`
     reads the table t, and a CTE inside a subquery shadows nothing outside it.
+
+    The rule is sqlglot's (optimizer.scope: a CTE's scope sees the CTEs before it, and
+    itself under RECURSIVE), but not its machinery: sqlglot's scopes are those of queries,
+    so the tables of a DML statement (INSERT INTO t, UPDATE t ... FROM u, DELETE ... USING
+    u) and an index's table stand in no scope (traverse_scope lists none of them), while
+    the statement's WITH shadows them all the same.
     """
     name = normalize(ref.name)
     child: exp.Expression = ref
@@ -70,7 +77,11 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
     subqueries included), whichever table it belongs to. An alias is visible only inside
     the SELECT whose FROM holds it, so nothing outside that SELECT can name its columns;
     only what expands to columns unnamed (a star, COLUMNS(), USING, NATURAL, PIVOT, a
-    whole-row reference, a column list on the alias) defeats this."""
+    whole-row reference, a column list on the alias) defeats this.
+
+    Not sqlglot's qualify_columns over the catalog's schema: it resolves a column to one
+    table, and raises for columns the engine itself must report (unknown or ambiguous,
+    in the engine's words, see Backend.translate); names are all this needs."""
     select = ref.parent.parent if isinstance(ref.parent, (exp.From, exp.Join)) else None
     alias = ref.args.get("alias")
     if not isinstance(select, exp.Select) or (alias is not None and alias.columns):
@@ -142,6 +153,8 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
+        if chosen is not Formulation.STORAGE:  # that one is the storage table itself
+            facts.snapshot(subquery, table.storage)
         carry_attached(ref, subquery)
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery

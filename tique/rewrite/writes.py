@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
 from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate
@@ -67,7 +68,7 @@ def metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
 def cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
     columns = [quoted(c) for c in table.physical_columns] + [quoted("tq_txid"), quoted("tq_seq"), quoted("tq_deleted")]
     target = exp.Schema(this=exp.Table(this=quoted(table.cache)), expressions=columns)
-    return exp.Insert(this=target, expression=source)
+    return facts.internal_insert(exp.Insert(this=target, expression=source))
 
 
 def _rowid_default(table: TableDef) -> exp.Expression:
