@@ -313,15 +313,15 @@ def _unknown_names(tree: exp.Expression, catalog: CatalogSnapshot) -> set[str]:
     created = None
     if isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE":
         created = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    ctes = {normalize(cte.alias) for cte in tree.find_all(exp.CTE)}
-    found = set()
-    for ref in tree.find_all(exp.Table):
-        if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or ref is created:
-            continue
-        name = normalize(ref.name)
-        if name not in ctes and not catalog.names(name):
-            found.add(name)
-    return found
+    ctes, found = set(), set()
+    for node in tree.find_all(exp.Table, exp.CTE):  # one walk
+        if isinstance(node, exp.CTE):
+            ctes.add(normalize(node.alias))
+        elif not (node.args.get("db") or node.args.get("catalog") or not isinstance(node.this, exp.Identifier) or node is created):
+            name = normalize(node.name)
+            if not catalog.names(name):
+                found.add(name)
+    return found - ctes
 
 
 def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation: Formulation, static_tables: frozenset[str],
