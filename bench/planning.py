@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tique.backends.base import Backend
-from tique.catalog import TableDef, table_def_from_create
+from tique.catalog import CatalogSnapshot, TableDef, table_def_from_create
 from tique.planner import make_plan, parse_one
 from tique.rewrite import templates
 from tique.rewrite.snapshot import Formulation
@@ -88,13 +88,13 @@ def measure(dialect: str, workloads: dict[str, list[str]], clock: Callable[[], f
     cold()
     backend = _backend(dialect)
     try:
-        tables = _tables(backend)
+        tables = CatalogSnapshot.of(_tables(backend))
         timings = []
         for workload, texts in workloads.items():
             total, slowest, slowest_text = 0.0, 0.0, ""
             for sql in texts:
                 started = clock()
-                make_plan(sql, backend, tables.get, Formulation.AUTO, frozenset())
+                make_plan(sql, backend, tables, Formulation.AUTO, frozenset())
                 took = clock() - started
                 total += took
                 if took > slowest:

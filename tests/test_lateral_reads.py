@@ -77,7 +77,7 @@ def test_lateral_reads_mean_what_the_join_means(connect) -> None:  # type: ignor
 def _plan(engine_url: str, sql: str) -> ReadPlan:
     conn = tique.connect(engine_url)
     try:
-        plan = make_plan(sql, conn.backend, conn._lookup_or_refresh, Formulation.AUTO, frozenset())
+        plan = make_plan(sql, conn.backend, conn._snapshot, Formulation.AUTO, frozenset())
     finally:
         conn.close()
     assert isinstance(plan, ReadPlan)

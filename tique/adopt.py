@@ -267,13 +267,13 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
             columns = ", ".join(q(c) for c in table.user_columns)
             if table.packed:
                 packed = packed_key(table, [exp.column(k, quoted=True) for k in table.key]).sql(backend.dialect)
-                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(PACKED)}) SELECT {columns}, {packed} FROM {q(name)}", [])
+                backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(PACKED)}) SELECT {columns}, {packed} FROM {q(name)}")
             elif table.hidden_rowid:
                 # rendered by the dialect: nextval('seq') on most engines, NEXT VALUE FOR on MonetDB
                 nextval = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)]).sql(backend.dialect)
-                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, {nextval} FROM {q(name)}", [])
+                backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, {nextval} FROM {q(name)}")
             else:
-                backend.execute(raw, f"INSERT INTO {q(table.storage)} ({columns}) SELECT {columns} FROM {q(name)}", [])
+                backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}) SELECT {columns} FROM {q(name)}")
             (moved,) = backend.rows(raw, f"SELECT count(*) FROM {q(table.storage)}", [])[0]
             if moved != count:
                 raise ProgrammingError(f"adopt: {name!r} had {count} rows but {moved} reached storage; nothing was changed")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Hashable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -427,3 +429,32 @@ def _generated_constraint(expression_sql: str, dialect: str) -> exp.ComputedColu
     if dialect == "postgres":
         return exp.ComputedColumnConstraint(this=expression, persisted=True)
     return exp.ComputedColumnConstraint(this=exp.paren(expression, copy=False), persisted=False)
+
+
+@dataclass(frozen=True, eq=True)
+class CatalogSnapshot:
+    """The catalog as one planning sees it: the tique tables and the views and indexes over
+    them, by normalized name, and the version they were read at. Immutable, so a plan is a
+    function of (statement, dialect, snapshot, options): planning reads nothing else, and
+    a schema change made after the snapshot was taken cannot reach a plan made from it
+    (the connection takes a new snapshot when it learns of one)."""
+    tables: Mapping[str, TableDef] = field(default_factory=lambda: MappingProxyType({}))
+    objects: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tique.ddl.View | Index
+    version: Hashable = None
+
+    @classmethod
+    def of(cls, tables: Mapping[str, TableDef], objects: Mapping[str, Any] | None = None, version: Hashable = None) -> "CatalogSnapshot":
+        """A snapshot of copies of `tables` and `objects`: later changes to them stay out."""
+        return cls(MappingProxyType(dict(tables)), MappingProxyType(dict(objects or {})), version)
+
+    def table(self, name: str) -> TableDef | None:
+        """The tique table `name` (normalized), or None."""
+        return self.tables.get(name)
+
+    def object(self, name: str) -> Any:
+        """The tique view or index `name` (normalized), or None."""
+        return self.objects.get(name)
+
+    def names(self, name: str) -> bool:
+        """Whether `name` is a tique table, view or index of this snapshot."""
+        return name in self.tables or name in self.objects

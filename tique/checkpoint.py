@@ -23,6 +23,7 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend, user_terms
+from tique.rewrite import facts
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
@@ -105,7 +106,7 @@ class Checkpointer:
             found = []
             for step in TABLE_STEPS:
                 (tree,) = table_template(f"common/checkpoint_{step}.sql", table, table.physical_columns, self.backend.key_hash)
-                found.append(self.backend.compile(tree))
+                found.append(self.backend.compile(facts.internal_insert(tree) if isinstance(tree, exp.Insert) else tree))
             self._compiled[key] = found
         return found
 

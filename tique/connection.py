@@ -12,18 +12,17 @@ from sqlglot import exp
 from tique import ddl, errors
 from tique.backends import open_database
 from tique.backends.base import Backend
-from tique.catalog import TableDef
+from tique.catalog import CatalogSnapshot, TableDef
 from tique.cursor import Cursor
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
 from tique.isolation import IsolationLevel, parse_level, supported
 from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, ObjectPlan, Plan, ReadPlan,
-                           WritePlan, batch_rows, batched, make_plan)
+                           WritePlan, batch_rows, batched, make_plan, plan_statement)
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
 from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
-from tique.rewrite.reads import replace_tables
+from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
-from tique.rewrite.storage_reads import read_storage
 from tique.session import Counters
 from tique.read_sets import ReadSet, ReadShape, storable
 from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
@@ -143,7 +142,7 @@ class Connection:
         self._catalog: dict[str, TableDef] = {}
         self._catalog_version: int | None = None
         self._reloaded = False  # the last _begin() reloaded the catalog
-        self._misses: set[str] = set()  # names planning found to be no tique object
+        self._snapshot = CatalogSnapshot.of({})  # what planning reads: see _refresh_catalog_key
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
@@ -191,6 +190,7 @@ class Connection:
     def _refresh_catalog_key(self) -> None:
         """What plans depend on: the tables' and the views' and indexes' definitions."""
         self._catalog_key = frozenset(self._catalog_ddl.items()) | frozenset(self._objects_ddl.items())
+        self._snapshot = CatalogSnapshot.of(self._catalog, self._objects, self._catalog_key)
 
     def _catalog_changed(self) -> bool:
         """Reloads the catalog when another client created, dropped or redefined a table since we read it."""
@@ -446,36 +446,43 @@ class Connection:
             shared_key = (sql, formulation, self.static_tables, catalog)
             plan = self._backend.shared_plans.get(shared_key)
             if plan is None:
-                self._misses.clear()
-                plan = make_plan(sql, self._backend, self._lookup_or_refresh, formulation, self.static_tables,
-                                 self._lookup_object)
-                if self._catalog_key is catalog:  # planning looked up no table new to this connection
+                plan = self._plan_learning(sql, formulation)
+                if self._catalog_key is catalog:  # planning met no table new to this connection
                     self._backend.shared_plans.put(shared_key, plan)
             self._plans[key] = plan
         return plan
 
-    def _lookup_or_refresh(self, name: str) -> TableDef | None:
-        """Another client may have created the table since we loaded the catalog."""
-        found = self._catalog.get(name)
-        if found is None and name not in self._objects and name not in self._misses and not name.startswith("tq_") and not self._is_physical(name):
-            rows = self._backend.rows(self._raw, "SELECT 'table', ddl, name FROM tq_tables WHERE name = $1 "
-                                                 "UNION ALL SELECT kind, ddl, on_table FROM tq_objects WHERE name = $1", [name])
-            if not rows:
-                self._misses.add(name)  # asked once per planning
-            elif rows[0][0] == "table":
-                found = self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][1])])[name]
-                self._catalog_ddl[name] = rows[0][1]
-                self._refresh_catalog_key()
-            else:
-                self._learn_object(name, rows[0][0], rows[0][2], rows[0][1])
-                self._refresh_catalog_key()
-        return found
+    def _plan_learning(self, sql: str, formulation: Formulation) -> Plan:
+        """Plans `sql` against the catalog snapshot; if it names tables or views the
+        snapshot does not know that another client has created since, learns them and
+        plans again against the new snapshot (planning itself never asks the engine)."""
+        try:
+            plan, unknown = plan_statement(sql, self._backend, self._snapshot, formulation, self.static_tables)
+            failure: errors.Error | None = None
+        except errors.Error as error:
+            unknown, failure = getattr(error, "tq_unknown", frozenset()), error
+        if [name for name in sorted(unknown) if self._learn(name)]:
+            return make_plan(sql, self._backend, self._snapshot, formulation, self.static_tables)
+        if failure is not None:
+            raise failure
+        return plan
 
-    def _lookup_object(self, name: str) -> ddl.TiqueObject | None:
-        """A view or index over tique tables, learned like tables are (_lookup_or_refresh)."""
-        if name not in self._objects and name not in self._catalog:
-            self._lookup_or_refresh(name)
-        return self._objects.get(name)
+    def _learn(self, name: str) -> bool:
+        """Another client may have created the table or view `name` since we loaded the
+        catalog: looks it up, and says whether it was found (and is now in the snapshot)."""
+        if name in self._catalog or name in self._objects or name.startswith("tq_") or self._is_physical(name):
+            return False
+        rows = self._backend.rows(self._raw, "SELECT 'table', ddl, name FROM tq_tables WHERE name = $1 "
+                                             "UNION ALL SELECT kind, ddl, on_table FROM tq_objects WHERE name = $1", [name])
+        if not rows:
+            return False
+        if rows[0][0] == "table":
+            self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][1])])[name]
+            self._catalog_ddl[name] = rows[0][1]
+        else:
+            self._learn_object(name, rows[0][0], rows[0][2], rows[0][1])
+        self._refresh_catalog_key()
+        return True
 
     def _is_physical(self, name: str) -> bool:
         for suffix in ("_storage", "_cache"):
@@ -690,7 +697,7 @@ class Connection:
             # A read that needs this transaction's uncommitted writes runs on the
             # session holding them; others may run where analytics run best.
             analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-            statement = self._read_statement(plan, txn, params)
+            statement = self._read_statement(plan, txn, params, sql)
             return self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
         assert isinstance(plan, WritePlan)
         return self._write(plan, params, txn, sql)
@@ -702,7 +709,7 @@ class Connection:
             txn.read_set = ReadSet()
         txn.read_set.note(shape, params)
 
-    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple) -> Compiled:
+    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple, sql: str) -> Compiled:
         """The read's statement, reading from storage directly the tables whose caches are
         known empty, and those it reads one key of that no transaction has versions of
         in the cache (a variant planned once per set of such tables)."""
@@ -711,7 +718,7 @@ class Connection:
             return plan.statement
         since = txn.engine_epoch if txn.engine_open else None
         clean = state.clean(since=since).intersection(plan.tables) - txn.written
-        points = read_keys(self._backend.shared_plans, plan.statement.sql, plan.source, self._lookup_or_refresh,
+        points = read_keys(self._backend.shared_plans, plan.statement.sql, plan.source, self._snapshot,
                            self._backend.dialect, params)
         clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
         clean = frozenset(clean)
@@ -719,10 +726,9 @@ class Connection:
             return plan.statement
         found = plan.variants.get(clean)
         if found is None:
-            tree = read_storage(plan.source.copy(), self._lookup_or_refresh, clean)
-            tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash,
-                                  lateral=self._backend.lateral_point_reads)
-            found = plan.variants[clean] = self._backend.compile(tree)
+            context = passes.PassContext(self._snapshot, self._backend.dialect, self.snapshot_formulation, self._backend.key_hash,
+                                         sql, lateral=self._backend.lateral_point_reads, clean=clean)
+            found = plan.variants[clean] = self._backend.compile(passes.run(passes.STORAGE_READ, plan.source.copy(), context))
         return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
@@ -810,7 +816,7 @@ class Connection:
         alone = True
         width = len(params) // rows
         for row in range(rows):  # a batch's rows each take `width` of its parameters
-            found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._lookup_or_refresh,
+            found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._snapshot,
                                             self._backend.dialect, params[row * width:(row + 1) * width])
             if found is None:
                 keys, alone = None, False

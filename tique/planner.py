@@ -15,7 +15,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
-from tique.catalog import TableDef, normalize, table_def_from_create
+from tique.catalog import CatalogSnapshot, TableDef, normalize, table_def_from_create
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
@@ -24,11 +24,11 @@ from tique.rewrite.faithful import parser_class
 from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
-from tique.rewrite.reads import Lookup, _names_cte_in_scope, reads_by_scan, referenced_tables, replace_tables
-from tique.rewrite.rowid import expose_rowid
+from tique.rewrite import passes
+from tique.rewrite.reads import reads_by_scan, referenced_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
-from tique.rewrite.writes import WritePlan as Write
+from tique.rewrite.writes import WritePlan
 from tique.rewrite.writes import ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
 
 
@@ -66,24 +66,6 @@ class LockingReadPlan:
         return self.read.params
 
 
-@dataclass(frozen=True)
-class WritePlan:
-    table: TableDef
-    inserts: tuple[Compiled, ...]
-    # One row of counts: (duplicate keys, existing keys) when `checks_keys`, then one
-    # count per entry of `violations`, which says what a non-zero count means.
-    validation: Compiled | None
-    undo: Compiled
-    params: int
-    checks_keys: bool = False
-    violations: tuple[tuple[str, str], ...] = ()  # (CHECK or UNIQUE, message)
-    # A one-row INSERT ... VALUES taking all `params` in its row: the template that makes
-    # the many-row insert executemany sends per batch (see batched); None for other writes.
-    rows: RowTemplate | None = None
-    batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
-    reads: ReadShape = NOTHING  # what it reads besides the keys it writes (tique/read_sets.py)
-
-
 # How many rows executemany sends in one insert, and how many values at most (PostgreSQL
 # takes 65,535 parameters per statement; a few are tique's own).
 BATCH_ROWS = 1000
@@ -110,8 +92,8 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
             width = plan.params
             keys = tuple(tuple(s + k * width if type(s) is int else s for s in validation.keys[0]) for k in range(rows))
             validation = dataclasses.replace(validation, keys=keys)
-        found = WritePlan(plan.table, (plan.rows.expand(rows),), validation, plan.undo, plan.params * rows,
-                          plan.checks_keys, plan.violations, reads=plan.reads.scans_only())
+        found = dataclasses.replace(plan, inserts=(plan.rows.expand(rows),), validation=validation, params=plan.params * rows,
+                                    rows=None, batches={}, reads=plan.reads.scans_only())
         if len(plan.batches) >= _BATCHES_KEPT:
             plan.batches.clear()
         plan.batches[rows] = found
@@ -166,8 +148,6 @@ class ControlPlan:
 
 
 Plan = Union[NativePlan, ReadPlan, LockingReadPlan, WritePlan, CreatePlan, CreateAsPlan, DropPlan, ObjectPlan, ControlPlan]
-ObjectLookup = Callable[[str], "View | Index | None"]
-MAX_VIEW_DEPTH = 32
 
 
 def parse_one(sql: str, dialect: str) -> exp.Expression:
@@ -252,74 +232,28 @@ def _dropped_tables(tree: exp.Drop) -> list[exp.Expression]:
     return [t for t in (tree.this, *(tree.expressions or [])) if t is not None]
 
 
-def _alias_as_written(tree: exp.Expression, lookup: Lookup) -> None:
-    """Gives each unaliased tique table reference its own name, exactly as written, as alias.
-
-    The snapshot subquery replacing a reference carries its alias; spelling it as the
-    application did (quoted or not) keeps names like "order" valid SQL. An INSERT's
-    target is no reference and stays as it is.
-    """
-    target = tree.this.this if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema) else tree.this
-    for ref, _ in referenced_tables(tree, lookup):
-        if ref.args.get("alias") or (isinstance(tree, exp.Insert) and ref is target):
-            continue
-        ref.set("alias", exp.TableAlias(this=ref.this.copy()))
-
-
-def _write_target(tree: exp.Expression) -> exp.Expression | None:
-    if isinstance(tree, exp.Insert):
-        return tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    return tree.this if isinstance(tree, (exp.Update, exp.Delete)) else None
-
-
-def _expand_views(tree: exp.Expression, objects: ObjectLookup, sql: str) -> exp.Expression:
-    """Each reference to a tique view becomes its query as a subquery under the reference's
-    alias (or the view's name), so the statement reads the view's tables through its own
-    snapshot. Views over views expand level by level."""
-    target = _write_target(tree)
-    for _ in range(MAX_VIEW_DEPTH):
-        expanded = False
-        for ref in list(tree.find_all(exp.Table)):
-            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or _names_cte_in_scope(ref):
-                continue
-            view = objects(normalize(ref.name))
-            if not isinstance(view, View):
-                continue
-            if ref is target:
-                raise NotSupportedError(describe(sql, f"writing through view {view.name!r} is not supported; write its tables"))
-            alias = ref.args.get("alias")
-            name = alias.this.copy() if alias is not None and alias.this else ref.this.copy()
-            columns = [c.copy() for c in alias.columns] if alias is not None and alias.columns else [exp.to_identifier(c, quoted=True) for c in view.columns]
-            ref.replace(exp.Subquery(this=view.query.copy(), alias=exp.TableAlias(this=name, columns=columns)))
-            expanded = True
-        if not expanded:
-            return tree
-    raise ProgrammingError(describe(sql, f"views nest more than {MAX_VIEW_DEPTH} deep (a view that reads itself?)"))
-
-
-def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Lookup, objects: ObjectLookup,
-                 formulation: Formulation, params: int) -> ObjectPlan | None:
+def _object_plan(tree: exp.Expression, sql: str, backend: Backend, context: passes.PassContext, params: int) -> ObjectPlan | None:
     """CREATE/DROP VIEW and INDEX when they concern tique tables or tique views; None otherwise."""
+    catalog = context.catalog
     kind = str(tree.args.get("kind") or "").upper()
     if isinstance(tree, exp.Create) and kind == "VIEW":
         name = _target_name(tree)
         query = tree.expression
         if name is None or not isinstance(query, exp.Query):
             return None
-        expanded = _expand_views(query.copy(), objects, sql)
-        if not referenced_tables(expanded, lookup) and not isinstance(objects(name), View):
+        expanded = passes.expand_views(query.copy(), context)
+        if not referenced_tables(expanded, catalog) and not isinstance(catalog.object(name), View):
             return None  # a view of native tables only: the engine's own
         if params:
             raise ProgrammingError(describe(sql, "a view's query cannot have parameter markers"))
         columns = tuple(normalize(c.name) for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
-        _alias_as_written(expanded, lookup)
-        check = replace_tables(expanded, lookup, formulation, backend.key_hash)
+        check = passes.run(passes.QUERY_OF_DDL[1:], expanded, context)  # expand_views has run
         return ObjectPlan("create", "view", name, View(name, query.copy(), columns), bool(tree.args.get("exists")),
                           bool(tree.args.get("replace")), check)
     if isinstance(tree, exp.Create) and kind == "INDEX" and isinstance(tree.this, exp.Index):
         index = tree.this
         table_name = _plain_name(index.args.get("table"))
-        table = lookup(table_name) if table_name else None
+        table = catalog.table(table_name) if table_name else None
         if table is None:
             return None
         if tree.args.get("unique"):
@@ -341,7 +275,7 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Looku
         return ObjectPlan("create", "index", name, Index(name, table.name, tuple(columns)), bool(tree.args.get("exists")))
     if isinstance(tree, exp.Drop) and kind in ("VIEW", "INDEX"):
         names = [_plain_name(t) for t in _dropped_tables(tree)]
-        if not any(n is not None and getattr(objects(n), "kind", None) == kind.lower() for n in names):
+        if not any(n is not None and getattr(catalog.object(n), "kind", None) == kind.lower() for n in names):
             return None
         if len(names) > 1:
             raise NotSupportedError(describe(sql, f"drop one {kind.lower()} over tique tables per statement"))
@@ -349,21 +283,53 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, lookup: Looku
     return None
 
 
-def make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str],
-              objects: ObjectLookup = lambda name: None) -> Plan:
+def make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation: Formulation, static_tables: frozenset[str]) -> Plan:
+    """The plan of `sql`: a function of the statement, the backend's dialect and SQL
+    generation (no connection: planning sends nothing to the engine), the catalog
+    snapshot and the options (formulation, static tables)."""
+    return plan_statement(sql, backend, catalog, formulation, static_tables)[0]
+
+
+def plan_statement(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation: Formulation,
+                   static_tables: frozenset[str]) -> tuple[Plan, frozenset[str]]:
+    """make_plan's plan, and the names of the tables the statement reads or writes that
+    `catalog` does not know: tique tables or views another client may have created
+    since the snapshot was taken, which the caller may look up and plan again with. An
+    error raised while planning carries those names too (`tq_unknown`)."""
     control = control_statement(sql)  # tique's own, on every engine: before any parser
     if control is not None:
-        return ControlPlan(control.action, control.level, control.read_only)
+        return ControlPlan(control.action, control.level, control.read_only), frozenset()
+    unknown: set[str] = set()
     try:
-        return _make_plan(sql, backend, lookup, formulation, static_tables, objects)
+        return _make_plan(sql, backend, catalog, formulation, static_tables, unknown), frozenset(unknown)
     except UnsupportedError as error:
         # The generator cannot say it in the engine's SQL as written (tique/rewrite/faithful.py):
         # sending what it can say would run a statement that means something else.
         raise NotSupportedError(describe(sql, f"not supported through tique: {error}")) from None
+    except (ProgrammingError, NotSupportedError) as error:
+        error.tq_unknown = frozenset(unknown)  # type: ignore[attr-defined]
+        raise
 
 
-def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulation, static_tables: frozenset[str],
-               objects: ObjectLookup) -> Plan:
+def _unknown_names(tree: exp.Expression, catalog: CatalogSnapshot) -> set[str]:
+    """The plain names of the table references in `tree` that `catalog` does not know,
+    other than CTE names and a created table's own name."""
+    created = None
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE":
+        created = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    ctes, found = set(), set()
+    for node in tree.find_all(exp.Table, exp.CTE):  # one walk
+        if isinstance(node, exp.CTE):
+            ctes.add(normalize(node.alias))
+        elif not (node.args.get("db") or node.args.get("catalog") or not isinstance(node.this, exp.Identifier) or node is created):
+            name = normalize(node.name)
+            if not catalog.names(name):
+                found.add(name)
+    return found - ctes
+
+
+def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation: Formulation, static_tables: frozenset[str],
+               unknown: set[str]) -> Plan:
     tree = forget_positions(parse_one(sql, backend.dialect))
     try:
         params = normalize_placeholders(tree)
@@ -371,7 +337,9 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
         raise ProgrammingError(describe(sql, str(error))) from None
     if any(p.this == f"{USER_PREFIX}0" for p in tree.find_all(exp.Placeholder)):
         raise ProgrammingError(describe(sql, "parameter marker $0: numeric markers count from $1"))
+    unknown.update(_unknown_names(tree, catalog))
     key_hash = backend.key_hash
+    context = passes.PassContext(catalog, backend.dialect, formulation, key_hash, sql, lateral=backend.lateral_point_reads)
 
     if isinstance(tree, exp.Update) and not tree.expressions:
         raise ProgrammingError(describe(sql, "syntax error: UPDATE without SET assignments"))
@@ -382,7 +350,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if isinstance(tree, exp.Rollback):
         return ControlPlan("rollback")
 
-    found = _object_plan(tree, sql, backend, lookup, objects, formulation, params)
+    found = _object_plan(tree, sql, backend, dataclasses.replace(context, lateral=False), params)
     if found is not None:
         return found
     if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "TABLE":
@@ -396,39 +364,36 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
             if isinstance(query, exp.Query):
                 if isinstance(tree.this, exp.Schema):
                     raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
-                _expand_views(query, objects, sql)
-                _alias_as_written(query, lookup)
                 no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
-                reads = query_shape(query, lookup, backend.dialect)
-                return CreateAsPlan(name, replace_tables(query, lookup, formulation, key_hash), params, bool(tree.args.get("exists")), replace,
-                                    not no_data, reads)
+                ddl_context = dataclasses.replace(context, lateral=False)
+                # What it reads (SERIALIZABLE), from the query as QUERY_OF_DDL sees it before its snapshots.
+                as_written = passes.run(tuple(p for p in passes.QUERY_OF_DDL if p is not passes.replace_tables_with_snapshots),
+                                        query.copy(), ddl_context)
+                reads = query_shape(as_written, catalog, backend.dialect)
+                read = passes.run(passes.QUERY_OF_DDL, query, ddl_context)
+                return CreateAsPlan(name, read, params, bool(tree.args.get("exists")), replace, not no_data, reads)
             table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)
         names = [_plain_name(t) for t in dropped]
-        if any(n is not None and lookup(n) is not None for n in names):
+        if any(n is not None and catalog.table(n) is not None for n in names):
             if len(dropped) > 1:
                 raise NotSupportedError(describe(sql, "drop one tique table per statement"))
             return DropPlan(names[0], bool(tree.args.get("exists")), bool(tree.args.get("cascade")))
 
-    if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
-        tree = _expand_views(tree, objects, sql)
-        _alias_as_written(tree, lookup)
-        if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
-            expose_rowid(tree, lookup, sql)
-    refuse_what_the_engine_rejects(tree, backend.dialect, sql)
-    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, lookup)), sql) if tree.find(exp.Lock) else []
+    tree = passes.run(passes.PREPARE, tree, context)
+    locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, catalog)), sql) if tree.find(exp.Lock) else []
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
         name = _target_name(tree)
-        table = lookup(name) if name else None
+        table = catalog.table(name) if name else None
         if table is not None:
-            reads = write_shape(tree, table, lookup, backend.dialect)  # of the statement as written
-            write = rewriters[type(tree)](tree, table, lookup, formulation, key_hash, backend.dialect, sql)
+            reads = write_shape(tree, table, catalog, backend.dialect)  # of the statement as written
+            write = rewriters[type(tree)](tree, table, catalog, formulation, key_hash, backend.dialect, sql)
             return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE, reads)
 
-    touched = referenced_tables(tree, lookup)
+    touched = referenced_tables(tree, catalog)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         if not touched:
             return NativePlan(backend.compile(tree), params)
@@ -436,34 +401,33 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
             assert isinstance(tree, exp.Select)
             updates = [lock for lock in locks if lock.args.get("update")]
             shares = [lock for lock in locks if not lock.args.get("update")]
-            writes = lock_writes(tree, updates, lookup, formulation, key_hash, sql) if updates else []
-            shared = share_shape(tree, shares, lookup, backend.dialect, sql) if shares else NOTHING
-            read = _make_plan_of_read(without_locks(tree), backend, lookup, formulation, params, touched)
+            writes = lock_writes(tree, updates, catalog, formulation, key_hash, sql) if updates else []
+            shared = share_shape(tree, shares, catalog, backend.dialect, sql) if shares else NOTHING
+            read = _make_plan_of_read(without_locks(tree), backend, context, params, touched)
             return LockingReadPlan(tuple(_write_plan(tree, w, backend, params) for w in writes), read, shared)
-        return _make_plan_of_read(tree, backend, lookup, formulation, params, touched)
+        return _make_plan_of_read(tree, backend, context, params, touched)
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
     return NativePlan(backend.compile(tree), params)
 
 
-def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, formulation: Formulation, params: int,
+def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.PassContext, params: int,
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
-    analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
+    analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
     source = tree.copy() if backend.cache_state is not None else None
-    reads = query_shape(tree, lookup, backend.dialect)
-    return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
-                    params, names, analytic, source, reads=reads)
+    reads = query_shape(tree, context.catalog, backend.dialect)
+    return ReadPlan(backend.compile(passes.run(passes.READ, tree, context)), params, names, analytic, source, reads=reads)
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:
-    """Syntax sqlglot reads in the engine's dialect but the engine rejects, where the
-    generated SQL would mean something else: DuckDB has no SELECT ... INTO (sqlglot turns
-    it into CREATE TABLE ... AS). (MonetDB's missing DELETE ... USING is left to tique,
-    which gives it PostgreSQL's meaning on tique tables.)"""
-    if dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
-        raise ProgrammingError(describe(sql, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
+    """See passes.refuse_engine_rejects."""
+    passes.refuse_engine_rejects(tree, passes.PassContext(CatalogSnapshot(), dialect, Formulation.AUTO, _no_key_hash, sql))
+
+
+def _no_key_hash(table: str, keys: list[exp.Expression]) -> exp.Expression:
+    raise AssertionError("refusing needs no key hash")
 
 
 def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
@@ -476,7 +440,7 @@ def _shared(backend: Backend, key: tuple, build: Callable[[], Any]) -> Any:
     return found
 
 
-def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> tuple[Compiled | None, tuple[tuple[str, str], ...]]:
+def _key_check(backend: Backend, write: WritePlan, from_storage: bool = False) -> tuple[Compiled | None, tuple[tuple[str, str], ...]]:
     """The table's validating read and what each constraint count in it means, compiled
     once per table, whether ranged, whether the keys written have no versions in the
     cache (`from_storage`: the key check reads storage alone) and which constraints the
@@ -505,7 +469,7 @@ def _key_check(backend: Backend, write: Write, from_storage: bool = False) -> tu
     return KeyCheck(check.sql, check.names, write.written_keys, ranges), violations
 
 
-def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: int, from_storage: bool = False,
+def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params: int, from_storage: bool = False,
                 reads: ReadShape = NOTHING) -> WritePlan:
     table = write.table
     if write.repeat is not None:
@@ -524,5 +488,5 @@ def _write_plan(tree: exp.Expression, write: Write, backend: Backend, params: in
         inserts = tuple(backend.compile(i) for i in write.inserts)
         one_row = None
     check, violations = _key_check(backend, write, from_storage)
-    return WritePlan(table, inserts, check, _shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))), params,
-                     write.checks_keys, violations, one_row, reads=reads)
+    return dataclasses.replace(write, inserts=inserts, validation=check, params=params, violations=violations, rows=one_row, reads=reads,
+                               undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))))

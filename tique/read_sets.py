@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from tique.backends.base import Backend, PlanCache
-from tique.catalog import TableDef, key_bits
+from tique.catalog import CatalogSnapshot, TableDef, key_bits
 from tique.rewrite.params import Compiled
 from tique.rewrite.point_keys import Key, KeySources, bind, read_points, write_points
-from tique.rewrite.reads import Lookup, referenced_tables
+from tique.rewrite.reads import referenced_tables
 from tique.rewrite.templates import data_type, packed_key, table_template, template
 
 # Beyond this many point reads of one table a transaction records the table instead:
@@ -56,29 +56,29 @@ class ReadShape:
 NOTHING = ReadShape()
 
 
-def _whole_key(points: dict[str, KeySources], lookup: Lookup) -> dict[str, KeySources]:
+def _whole_key(points: dict[str, KeySources], catalog: CatalogSnapshot) -> dict[str, KeySources]:
     found = {}
     for name, sources in points.items():
-        table = lookup(name)
+        table = catalog.table(name)
         if table is not None and len(sources) == len(table.key):
             found[name] = sources
     return found
 
 
-def query_shape(tree: exp.Expression, lookup: Lookup, dialect: str) -> ReadShape:
+def query_shape(tree: exp.Expression, catalog: CatalogSnapshot, dialect: str) -> ReadShape:
     """A read's shape (views already expanded): pinned to a whole key, or scanned."""
-    names = {t.name for _, t in referenced_tables(tree, lookup)}
-    points = _whole_key(read_points(tree, lookup, dialect), lookup)
+    names = {t.name for _, t in referenced_tables(tree, catalog)}
+    points = _whole_key(read_points(tree, catalog, dialect), catalog)
     return ReadShape(frozenset(names - points.keys()), tuple(sorted(points.items())))
 
 
-def write_shape(tree: exp.Expression, table: TableDef, lookup: Lookup, dialect: str) -> ReadShape:
+def write_shape(tree: exp.Expression, table: TableDef, catalog: CatalogSnapshot, dialect: str) -> ReadShape:
     """What a write reads besides the keys it writes (which its write-set certifies):
     every other table it names, scanned; its target's rows, by key when the WHERE pins a
     whole key (a key it finds absent writes nothing, so the read is recorded), else
     scanned. A plain INSERT reads none of its target (its keys are written)."""
     target = tree.this.this if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema) else tree.this
-    scans = {t.name for ref, t in referenced_tables(tree, lookup) if ref is not target}
+    scans = {t.name for ref, t in referenced_tables(tree, catalog) if ref is not target}
     points: tuple[tuple[str, KeySources], ...] = ()
     if isinstance(tree, exp.Insert):
         if tree.args.get("conflict"):

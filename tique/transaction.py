@@ -80,6 +80,7 @@ from tique.errors import IntegrityError, OperationalError, SerializationFailure,
 from tique.isolation import IsolationLevel
 from tique.read_sets import ReadSet, ReadSetStatements
 from tique.rewrite.constraints import write_set_parts as unique_write_set
+from tique.rewrite import facts
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
 
@@ -228,7 +229,7 @@ class CommitStatements:
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
-            insert = exp.insert(self._write_set_rows(key[0]), "tq_write_sets", columns=["txid", "cts", "key_hash"])
+            insert = facts.internal_insert(exp.insert(self._write_set_rows(key[0]), "tq_write_sets", columns=["txid", "cts", "key_hash"]))
             if taken_in_request:
                 taken = self.backend.taken_commit_timestamp()
                 assert taken is not None

@@ -7,6 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any, Iterator, Sequence
 
+import sqlglot
 from sqlglot import exp
 
 from tique import errors
@@ -412,6 +413,18 @@ class Backend(ABC):
         rows = self.rows(raw, "SELECT column_name, data_type FROM information_schema.columns "
                               "WHERE table_name = $1 ORDER BY ordinal_position", [table])
         return [(str(n), str(t)) for n, t in rows]
+
+    def execute_own_insert(self, raw: Any, text: str) -> Any:
+        """Runs `text`, an INSERT ... SELECT of tique's own into its tables, written as
+        plain SQL without parameters (adoption, recovery from the log), compiled so that
+        the statement says what it is (tique/rewrite/facts.py; MonetDB runs such an
+        insert as a read, then an insert of the rows read)."""
+        from tique.rewrite import facts
+
+        tree = sqlglot.parse_one(text, read=self.dialect)
+        assert isinstance(tree, exp.Insert)
+        compiled = self.compile(facts.internal_insert(tree))
+        return self.execute(raw, compiled.sql, compiled.values((), {}))
 
     # -- transaction metadata ---------------------------------------------
     def insert_abort_outcome(self, raw: Any, cts: int, txid: int | None) -> None:

@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymonetdb
@@ -24,7 +24,7 @@ import tique.dialects.monetdb  # noqa: F401  (registers the dialect)
 from tique import errors
 from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
-from tique.rewrite import faithful
+from tique.rewrite import facts, faithful
 from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
@@ -49,7 +49,7 @@ _TOKEN = re.compile(r"__tqp_(\w+?)__")
 _FORMAT_MARK = re.compile(r"%(%|s)")  # in FormatSQL text: a doubled % or a marker
 # MonetDB aborts an INSERT ... SELECT that reads a table others append to, but never a
 # plain INSERT ... VALUES: tique's own INSERT ... SELECTs run as a read, then the insert.
-_INTERNAL_INSERT = re.compile(r'^INSERT INTO ("?(?:tq_\w+|\w+_cache|\w+_storage)"?) (\([^)]*\)) ((?:SELECT|WITH|\().*)$', re.DOTALL)
+# Such statements say so (tique/rewrite/facts.py, FormatSQL.insert_of_query).
 
 # PEP 249 type objects (tique.NUMBER, ...) know types by SQL name; MonetDB's own names differ.
 _TYPE_NAMES = {
@@ -84,13 +84,34 @@ class Naming:
     source: tuple[str, ...]  # what fills the markers of the statement it names
 
 
+class InsertOfQuery(NamedTuple):
+    """An INSERT of tique's own whose rows come from a query reading tables: the insert's
+    table and column list as rendered, and the query, whose markers are the insert's."""
+    target: str
+    columns: str
+    query: str
+
+
+@dataclass(frozen=True)
+class _InsertHead:
+    target: str
+    columns: str
+    text: str  # INSERT INTO target (columns), and the space before the query
+
+    def parts(self, text: str) -> InsertOfQuery:
+        """The parts of `text`, a rendering of the insert, the read-then-insert needs."""
+        assert text.startswith(self.text), text
+        return InsertOfQuery(self.target, self.columns, text[len(self.text):])
+
+
 class FormatSQL(str):
     """Statement text as compile() renders it: %s markers, a literal % doubled.
     Every other statement tique sends is plain text with $n markers."""
     naming: Naming | None = None
-    # An INSERT whose rows come from no table (VALUES, bare expressions): it cannot meet
-    # the append conflict, so it runs as one statement, not as a read then an insert.
-    direct: bool = False
+    # Set when the statement is such an insert (the plan says so: tique/rewrite/facts.py),
+    # which runs as a read, then an insert of the rows read. Other inserts (their rows
+    # from VALUES or bare expressions) cannot meet the append conflict and run as they are.
+    insert_of_query: InsertOfQuery | None = None
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -342,7 +363,7 @@ class MonetDBBackend(Backend):
             text, values = _dollar_to_format(sql, params)
         else:
             text, values = FormatSQL(sql.replace("%", "%%")), []
-        split = None if getattr(sql, "direct", False) else _INTERNAL_INSERT.match(text)
+        split = _insert_of_query(sql)
         if split is not None:
             return self._insert_via_client(raw, split, values)
         cur = self._run(raw, text, values)
@@ -430,8 +451,8 @@ class MonetDBBackend(Backend):
             self._label_names[naming.text] = found
         return found
 
-    def _insert_via_client(self, raw: Session, split: re.Match[str], values: list) -> Any:
-        target, columns, query = split.groups()
+    def _insert_via_client(self, raw: Session, split: InsertOfQuery, values: list) -> Any:
+        target, columns, query = split
         rows = self.execute(raw, FormatSQL(query), values).fetchall()
         if rows:
             marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
@@ -509,12 +530,12 @@ class MonetDBBackend(Backend):
             return cursors
         sql, params = last
         text, values = (sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params)
-        split = None if getattr(sql, "direct", False) else _INTERNAL_INSERT.match(text)
+        split = _insert_of_query(sql)
         if split is None:
             cursors.append(self.execute(raw, sql, params))
             self._commit_open(raw)
             return cursors
-        target, columns, query = split.groups()
+        target, columns, query = split
         rows = self.execute(raw, FormatSQL(query), values).fetchall()
         raw.in_transaction = False
         cur = _CountedCursor(raw)
@@ -661,21 +682,29 @@ class MonetDBBackend(Backend):
             text = FormatSQL(compiled.sql)
             text.naming = Naming(rendered.sql, rendered.names, compiled.names)
             compiled = Compiled(text, compiled.names)
-        if _direct(tree):
-            compiled.sql.direct = True  # type: ignore[attr-defined]
+        if facts.is_internal_insert_of_query(tree):
+            compiled.sql.insert_of_query = self._insert_head(tree).parts(compiled.sql)  # type: ignore[attr-defined]
         return compiled
 
     def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
         tree = _type_text_values(tree)
-        direct = _direct(tree)
+        of_query = self._insert_head(tree) if facts.is_internal_insert_of_query(tree) else None
         head, row = split_rows(tree)
 
         def finish(marked: str) -> Compiled:
             compiled = _format_markers(marked)
-            compiled.sql.direct = direct  # type: ignore[attr-defined]
+            if of_query is not None:
+                compiled.sql.insert_of_query = of_query.parts(compiled.sql)  # type: ignore[attr-defined]
             return compiled
 
         return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
+
+    def _insert_head(self, tree: exp.Insert) -> "_InsertHead":
+        """How the insert `tree` renders up to its query: its table and column list."""
+        assert isinstance(tree.this, exp.Schema)
+        target = faithful.to_sql(tree.this.this, self.dialect).replace("%", "%%")
+        into = faithful.to_sql(tree.this, self.dialect).replace("%", "%%")
+        return _InsertHead(target, into[len(target):].strip(), f"INSERT INTO {into} ")
 
     def _render(self, tree: exp.Expression) -> Compiled:
         try:
@@ -837,30 +866,25 @@ class _Inserted:
         self.rowcount = rowcount
 
 
-def _is_snapshot(node: exp.Expression) -> bool:
-    """A snapshot subquery (rewrite/reads.py): it carries the application's alias, reads
-    tq_outcome, and its own inner subqueries are all tique's (tq_ aliases)."""
-    if not isinstance(node, exp.Subquery) or not node.alias or node.alias.startswith("tq_"):
-        return False
-    if not any(t.name == "tq_outcome" for t in node.find_all(exp.Table)):
-        return False
-    return all(inner is node or (inner.alias or "").startswith("tq_") for inner in node.find_all(exp.Subquery))
+def _insert_of_query(sql: str) -> InsertOfQuery | None:
+    """The parts of the statement `sql` if it is an insert of tique's own to run as a
+    read, then an insert (compiled ones say so); None for every other statement."""
+    return sql.insert_of_query if isinstance(sql, FormatSQL) else None
 
 
 def _over_storage(tree: exp.Expression) -> exp.Expression | None:
-    """`tree` (a read) with each snapshot subquery replaced by a plain projection of the
-    storage table: the query the application wrote, in shape (see Naming)."""
+    """`tree` (a read) with each snapshot subquery (the plan marks them: tique/rewrite/facts.py)
+    replaced by a plain projection of the storage table: the query the application
+    wrote, in shape (see Naming)."""
     if not isinstance(tree, exp.Query):
         return None
     swaps = []
     for node in tree.find_all(exp.Subquery):
-        if not _is_snapshot(node):
+        storage = facts.snapshot_of(node)
+        if storage is None:
             continue
-        storage = {t.name for t in node.find_all(exp.Table) if t.name.endswith("_storage")}
-        if len(storage) != 1:
-            return None
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
-        projection = projection.from_(exp.Table(this=exp.to_identifier(storage.pop(), quoted=True)))
+        projection = projection.from_(exp.Table(this=exp.to_identifier(storage, quoted=True)))
         swaps.append((node, exp.Subquery(this=projection, alias=node.args["alias"].copy())))
     if not swaps:
         return None
@@ -919,11 +943,6 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
         derived.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=derived.args["alias"],
                                   joins=derived.args["joins"]))
     return tree
-
-
-def _direct(tree: exp.Expression) -> bool:
-    """An INSERT whose rows come from no table (see FormatSQL.direct)."""
-    return isinstance(tree, exp.Insert) and tree.expression is not None and tree.expression.find(exp.Table) is None
 
 
 def _format_markers(marked: str) -> Compiled:

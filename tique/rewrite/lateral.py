@@ -11,13 +11,9 @@ partitions (equality on the entire key).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from sqlglot import exp
 
-from tique.catalog import TableDef, normalize
-
-Lookup = Callable[[str], "TableDef | None"]
+from tique.catalog import CatalogSnapshot, TableDef, normalize
 
 # Aliases the snapshot templates use inside the subquery: an outer column qualified by
 # one of these would bind to the template's own table instead.
@@ -41,11 +37,11 @@ class _Preceding:
     """The FROM items before the lateral candidate, by alias, with their columns where
     tique knows them (its own tables); None for anything else."""
 
-    def __init__(self, items: list[exp.Expression], lookup: Lookup) -> None:
+    def __init__(self, items: list[exp.Expression], catalog: CatalogSnapshot) -> None:
         self.columns: dict[str, frozenset[str] | None] = {}
         for item in items:
             alias = normalize(item.alias_or_name)
-            table = lookup(normalize(item.name)) if isinstance(item, exp.Table) and not item.args.get("db") else None
+            table = catalog.table(normalize(item.name)) if isinstance(item, exp.Table) and not item.args.get("db") else None
             known = table is not None and not (item.args.get("alias") and item.args["alias"].columns)
             self.columns[alias] = frozenset(table.user_columns) if known and table is not None else None
 
@@ -83,7 +79,7 @@ def _on_of(item: exp.Expression) -> exp.Expression | None:
     return join.args.get("on") if isinstance(join, exp.Join) else None
 
 
-def _narrow(item: exp.Expression, lookup: Lookup, conditions: list[exp.Expression]) -> bool:
+def _narrow(item: exp.Expression, catalog: CatalogSnapshot, conditions: list[exp.Expression]) -> bool:
     """Whether `item` yields few rows by its own key: a tique table whose leading two key
     columns (its whole key, if shorter) are pinned to parameters or literals, as in "the
     lines of one district". A lateral read runs once per row before it, so only such a
@@ -91,7 +87,7 @@ def _narrow(item: exp.Expression, lookup: Lookup, conditions: list[exp.Expressio
     stock) a hash join beats a probe per row, and the engine is left to choose."""
     if not isinstance(item, exp.Table) or item.args.get("db"):
         return False
-    table = lookup(normalize(item.name))
+    table = catalog.table(normalize(item.name))
     if table is None:
         return False
     alias = normalize(item.alias_or_name)
@@ -106,7 +102,7 @@ def _narrow(item: exp.Expression, lookup: Lookup, conditions: list[exp.Expressio
     return set(table.key[:2]) <= pinned
 
 
-def lateral_key_values(table: TableDef, ref: exp.Table, lookup: Lookup) -> dict[str, exp.Expression] | None:
+def lateral_key_values(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot) -> dict[str, exp.Expression] | None:
     """What each key column of `table` (read through `ref`) equals, when `ref` can be read
     laterally: it is an inner join's right side in a SELECT, every key column is pinned by
     an equality in the join's ON or the SELECT's WHERE, and at least one to columns of the
@@ -128,9 +124,9 @@ def lateral_key_values(table: TableDef, ref: exp.Table, lookup: Lookup) -> dict[
     if any(isinstance(j.this, exp.Lateral) for j in joins[: joins.index(join)]):
         return None  # keep to one lateral level: its columns are not in `_Preceding`
     conditions = [*_conjuncts(join.args.get("on")), *_conjuncts(select.args.get("where"))]
-    if not all(_narrow(item, lookup, [*conditions, *_conjuncts(_on_of(item))]) for item in earlier):
+    if not all(_narrow(item, catalog, [*conditions, *_conjuncts(_on_of(item))]) for item in earlier):
         return None
-    preceding = _Preceding(earlier, lookup)
+    preceding = _Preceding(earlier, catalog)
     own_alias = normalize(ref.alias_or_name)
     own = frozenset(table.user_columns)
     pinned: dict[str, exp.Expression] = {}

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from tique.catalog import TableDef, normalize
+from tique.catalog import CatalogSnapshot, TableDef, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.reads import Lookup, referenced_tables, replace_tables
+from tique.rewrite.reads import referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, snapshot
 from tique.rewrite.templates import KeyHash, column, quoted
 from tique.rewrite.writes import WritePlan, cache_insert, metadata
@@ -74,7 +74,7 @@ def _clause(lock: exp.Lock) -> str:
     return "FOR KEY SHARE" if key else "FOR SHARE"
 
 
-def _locked_references(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, statement: str) -> list[tuple[exp.Table, TableDef]]:
+def _locked_references(tree: exp.Select, locks: list[exp.Lock], catalog: CatalogSnapshot, statement: str) -> list[tuple[exp.Table, TableDef]]:
     """The tique table references whose rows the clauses lock: those named by OF, or
     every table of the FROM clause (as PostgreSQL does)."""
     if tree.args.get("distinct") or tree.args.get("group") or tree.args.get("having") or any(
@@ -96,7 +96,7 @@ def _locked_references(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, 
         if unknown:
             raise ProgrammingError(describe(statement, f'relation "{unknown[0]}" in FOR UPDATE clause not found in FROM clause'))
         chosen = [by_alias[n] for n in dict.fromkeys(named)]
-    tique = dict((id(ref), table) for ref, table in referenced_tables(tree, lookup))
+    tique = dict((id(ref), table) for ref, table in referenced_tables(tree, catalog))
     locked = []
     for item in chosen:
         if not isinstance(item, exp.Table) or id(item) not in tique:
@@ -111,12 +111,12 @@ def _locked_references(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, 
     return locked
 
 
-def lock_writes(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, formulation: Formulation, key_hash: KeyHash,
+def lock_writes(tree: exp.Select, locks: list[exp.Lock], catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash,
                 statement: str) -> list[WritePlan]:
     """For each locked table, a write of the rows the statement reads, unchanged: the
     versions that put their keys in the transaction's write-set."""
     writes = []
-    for ref, table in _locked_references(tree, locks, lookup, statement):
+    for ref, table in _locked_references(tree, locks, catalog, statement):
         alias = ref.alias_or_name
         # The keys of the rows read: the statement, with its projection replaced by the
         # locked table's row identity, and nothing that only orders or trims what it
@@ -126,7 +126,7 @@ def lock_writes(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, formula
             read.set(arg, None)
         names = [f"tq_k{i}" for i in range(len(table.match_key))]
         read.set("expressions", [exp.alias_(column(k, alias), quoted(n)) for k, n in zip(table.match_key, names)])
-        read = replace_tables(read, lookup, formulation, key_hash, physical=True)
+        read = replace_tables(read, catalog, formulation, key_hash, physical=True)
         chosen = Formulation.SCAN if formulation is Formulation.AUTO else formulation
         rows = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=True), alias=exp.TableAlias(this=quoted("tq_locked")))
         was_read = exp.Exists(this=exp.select(exp.Literal.number(1))
@@ -135,17 +135,17 @@ def lock_writes(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, formula
                                                 for k, n in zip(table.match_key, names)])))
         select = (exp.select(*[column(c, "tq_locked") for c in table.physical_columns], *metadata("tq_seq_write", False))
                   .from_(rows).where(was_read))
-        writes.append(WritePlan(table, (cache_insert(table, select),), 0, False))
+        writes.append(WritePlan(table, (cache_insert(table, select),), False))
     return writes
 
 
-def share_shape(tree: exp.Select, locks: list[exp.Lock], lookup: Lookup, dialect: str, statement: str) -> ReadShape:
+def share_shape(tree: exp.Select, locks: list[exp.Lock], catalog: CatalogSnapshot, dialect: str, statement: str) -> ReadShape:
     """What FOR SHARE / FOR KEY SHARE clauses protect: of each table they lock, the key the
     statement pins it to, else the whole table."""
     from tique.read_sets import ReadShape, query_shape
 
-    locked = {table.name for _, table in _locked_references(tree, locks, lookup, statement)}
-    read = query_shape(without_locks(tree), lookup, dialect)
+    locked = {table.name for _, table in _locked_references(tree, locks, catalog, statement)}
+    read = query_shape(without_locks(tree), catalog, dialect)
     points = tuple((name, sources) for name, sources in read.points if name in locked)
     return ReadShape(frozenset(locked - {name for name, _ in points}), points)
 

@@ -14,9 +14,9 @@ from typing import Any, Union
 
 from sqlglot import exp
 
-from tique.catalog import TableDef, key_bits, normalize
+from tique.catalog import CatalogSnapshot, TableDef, key_bits, normalize
 from tique.rewrite.params import USER_PREFIX, normalize_placeholders
-from tique.rewrite.reads import Lookup, referenced_tables
+from tique.rewrite.reads import referenced_tables
 from tique.rewrite.snapshot import _equalities
 from tique.rewrite.templates import data_type
 
@@ -68,11 +68,11 @@ def bind(sources: KeySources, params: tuple | list) -> Key | None:
     return tuple(values)
 
 
-def read_points(tree: exp.Expression, lookup: Lookup, dialect: str) -> dict[str, KeySources]:
+def read_points(tree: exp.Expression, catalog: CatalogSnapshot, dialect: str) -> dict[str, KeySources]:
     """Tables of a read (as parsed, before any rewrite) that it references once, from a
     SELECT reading that table alone whose WHERE pins the table's leading key columns to
     values: only rows of keys so beginning can reach the result, whichever versions."""
-    references = referenced_tables(tree, lookup)
+    references = referenced_tables(tree, catalog)
     counts: dict[str, int] = {}
     for _, table in references:
         counts[table.name] = counts.get(table.name, 0) + 1
@@ -136,7 +136,7 @@ def _insert_points(tree: exp.Insert, table: TableDef) -> tuple[KeySources, ...] 
 _UNKNOWN = object()
 
 
-def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dialect: str,
+def written_keys(memo: Any, statement: str, table: TableDef, catalog: CatalogSnapshot, dialect: str,
                  params: tuple | list) -> tuple[list[Key] | None, bool]:
     """The keys of `table` that the write `statement` appends versions of with `params`
     (None when not known), and whether its target is the only tique table it names (so
@@ -150,7 +150,7 @@ def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dia
             tree = parse_one(statement, dialect)
             normalize_placeholders(tree)
             sources = write_points(tree, table, dialect)
-            alone = _reads_target_only(tree, lookup)
+            alone = _reads_target_only(tree, catalog)
         except Exception:
             sources, alone = None, False
         found = (_UNKNOWN if sources is None else sources, alone)
@@ -162,7 +162,7 @@ def written_keys(memo: Any, statement: str, table: TableDef, lookup: Lookup, dia
     return (None, False) if any(k is None for k in keys) else (keys, alone)  # type: ignore[return-value]
 
 
-def _reads_target_only(tree: exp.Expression, lookup: Lookup) -> bool:
+def _reads_target_only(tree: exp.Expression, catalog: CatalogSnapshot) -> bool:
     """Whether the write's only tique table reference is its target: a subquery reading
     the same table would read all of it, not just the keys written."""
     if isinstance(tree, exp.Insert):
@@ -171,16 +171,16 @@ def _reads_target_only(tree: exp.Expression, lookup: Lookup) -> bool:
         target = tree.this
     else:
         return False
-    return all(ref is target for ref, _ in referenced_tables(tree, lookup))
+    return all(ref is target for ref, _ in referenced_tables(tree, catalog))
 
 
-def read_keys(memo: Any, statement: str, source: exp.Expression, lookup: Lookup, dialect: str,
+def read_keys(memo: Any, statement: str, source: exp.Expression, catalog: CatalogSnapshot, dialect: str,
               params: tuple | list) -> dict[str, Key]:
     """For each table the read pins to one key (read_points), that key with `params`."""
     memo_key = ("read keys", statement)
     points = memo.get(memo_key)
     if points is None:
-        points = read_points(source, lookup, dialect)
+        points = read_points(source, catalog, dialect)
         memo.put(memo_key, points)
     found = {}
     for name, sources in points.items():

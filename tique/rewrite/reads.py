@@ -1,16 +1,13 @@
 """Reads: every tique table in a statement becomes its snapshot subquery."""
 from __future__ import annotations
 
-from typing import Callable
-
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableDef, normalize
+from tique.catalog import CatalogSnapshot, ROWID, TableDef, normalize
+from tique.rewrite import facts
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
-
-Lookup = Callable[[str], "TableDef | None"]
 
 
 def _with_clause(node: exp.Expression) -> exp.With | None:
@@ -24,6 +21,12 @@ def _names_cte_in_scope(ref: exp.Table) -> bool:
     A CTE is visible in the body of the query that owns its WITH and in the CTEs that
     follow it; in its own body only under WITH RECURSIVE. So `WITH t AS (SELECT * FROM t)`
     reads the table t, and a CTE inside a subquery shadows nothing outside it.
+
+    The rule is sqlglot's (optimizer.scope: a CTE's scope sees the CTEs before it, and
+    itself under RECURSIVE), but not its machinery: sqlglot's scopes are those of queries,
+    so the tables of a DML statement (INSERT INTO t, UPDATE t ... FROM u, DELETE ... USING
+    u) and an index's table stand in no scope (traverse_scope lists none of them), while
+    the statement's WITH shadows them all the same.
     """
     name = normalize(ref.name)
     child: exp.Expression = ref
@@ -47,7 +50,7 @@ def _names_cte_in_scope(ref: exp.Table) -> bool:
     return False
 
 
-def referenced_tables(tree: exp.Expression, lookup: Lookup) -> list[tuple[exp.Table, TableDef]]:
+def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tuple[exp.Table, TableDef]]:
     """The table references in `tree` that name tique tables (not CTEs in scope, not other schemas)."""
     found = []
     for ref in tree.find_all(exp.Table):
@@ -56,7 +59,7 @@ def referenced_tables(tree: exp.Expression, lookup: Lookup) -> list[tuple[exp.Ta
         name = normalize(ref.name)
         if _names_cte_in_scope(ref):
             continue
-        table = lookup(name)
+        table = catalog.table(name)
         if table is not None:
             found.append((ref, table))
     return found
@@ -74,7 +77,11 @@ def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
     subqueries included), whichever table it belongs to. An alias is visible only inside
     the SELECT whose FROM holds it, so nothing outside that SELECT can name its columns;
     only what expands to columns unnamed (a star, COLUMNS(), USING, NATURAL, PIVOT, a
-    whole-row reference, a column list on the alias) defeats this."""
+    whole-row reference, a column list on the alias) defeats this.
+
+    Not sqlglot's qualify_columns over the catalog's schema: it resolves a column to one
+    table, and raises for columns the engine itself must report (unknown or ambiguous,
+    in the engine's words, see Backend.translate); names are all this needs."""
     select = ref.parent.parent if isinstance(ref.parent, (exp.From, exp.Join)) else None
     alias = ref.args.get("alias")
     if not isinstance(select, exp.Select) or (alias is not None and alias.columns):
@@ -110,33 +117,33 @@ def carry_attached(ref: exp.Table, subquery: exp.Subquery) -> None:
             subquery.set(arg, attached)
 
 
-def lateral_read(table: TableDef, ref: exp.Table, lookup: Lookup, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
+def lateral_read(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot, formulation: Formulation, lateral: bool) -> dict[str, exp.Expression] | None:
     """The key values `ref` is read laterally by (tique/rewrite/lateral.py), or None.
     Only where the engine can use them (`lateral`) and the formulation is not forced to scans."""
     if not lateral or formulation is Formulation.SCAN:
         return None
-    return lateral_key_values(table, ref, lookup)
+    return lateral_key_values(table, ref, catalog)
 
 
-def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], lookup: Lookup, formulation: Formulation, lateral: bool) -> bool:
+def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], catalog: CatalogSnapshot, formulation: Formulation, lateral: bool) -> bool:
     """Whether a read is analytic: some table is read by the scan formulation, and none
     laterally (a lateral read is a nested loop of point reads, which an analytic read's
     planning would forbid)."""
-    if any(lateral_read(t, ref, lookup, formulation, lateral) is not None for ref, t in touched):
+    if any(lateral_read(t, ref, catalog, formulation, lateral) is not None for ref, t in touched):
         return False
     return any((choose_formulation(t, ref) if formulation is Formulation.AUTO else formulation) is Formulation.SCAN
                for ref, t in touched)
 
 
-def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
+def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
                    lateral: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
     alias; with `lateral`, a table whose key a join pins to the tables before it becomes
     `LATERAL (point snapshot) AS alias`."""
     # What each reference uses, and how it may be read, is read off the statement as
     # written, before any swap.
-    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, lookup, formulation, lateral))
-             for ref, table in referenced_tables(tree, lookup)]
+    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, catalog, formulation, lateral))
+             for ref, table in referenced_tables(tree, catalog)]
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
@@ -146,6 +153,8 @@ def replace_tables(tree: exp.Expression, lookup: Lookup, formulation: Formulatio
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
+        if chosen is not Formulation.STORAGE:  # that one is the storage table itself
+            facts.snapshot(subquery, table.storage)
         carry_attached(ref, subquery)
         if ref is tree:  # a bare table reference (UPDATE ... FROM t): the result is the subquery itself
             return subquery

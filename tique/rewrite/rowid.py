@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tique.catalog import ROWID, normalize
+from tique.catalog import CatalogSnapshot, ROWID, normalize
 from tique.errors import NotSupportedError, describe
-from tique.rewrite.reads import Lookup, referenced_tables, used_columns
+from tique.rewrite.reads import referenced_tables, used_columns
 from tique.rewrite.templates import quoted
 
 PSEUDO = "rowid"
@@ -51,10 +51,10 @@ def _owner(ref: exp.Column) -> exp.Table | None:
     return None
 
 
-def expose_rowid(tree: exp.Expression, lookup: Lookup, statement: str) -> None:
+def expose_rowid(tree: exp.Expression, catalog: CatalogSnapshot, statement: str) -> None:
     """Makes each `rowid` of a tique table name its hidden row id (in place); refuses
     where the table has none, or where the snapshot would not carry it."""
-    tique_refs = {id(ref): table for ref, table in referenced_tables(tree, lookup)}
+    tique_refs = {id(ref): table for ref, table in referenced_tables(tree, catalog)}
     if not tique_refs:
         return
     for ref in list(tree.find_all(exp.Column)):

@@ -2,22 +2,22 @@
 
 With an empty cache a table's snapshot is its storage table (see tique/cache_state.py
 for when a cache is known to be empty), so a reference to it becomes a plain projection
-of the storage table's user columns: the engine plans a scan or an index lookup instead
+of the storage table's user columns: the engine plans a scan or an index catalog instead
 of a union, a join to the outcome log and a window.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from tique.catalog import ROWID
-from tique.rewrite.reads import Lookup, carry_attached, referenced_tables
+from tique.catalog import CatalogSnapshot, ROWID
+from tique.rewrite.reads import carry_attached, referenced_tables
 from tique.rewrite.templates import quoted
 
 
-def read_storage(tree: exp.Expression, lookup: Lookup, clean: frozenset[str]) -> exp.Expression:
+def read_storage(tree: exp.Expression, catalog: CatalogSnapshot, clean: frozenset[str]) -> exp.Expression:
     """`tree` with each reference to a tique table named in `clean` replaced by
     `(SELECT its user columns FROM its storage table) AS alias`."""
-    for ref, table in referenced_tables(tree, lookup):
+    for ref, table in referenced_tables(tree, catalog):
         if table.name not in clean:
             continue
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))

@@ -6,16 +6,17 @@ Reads inside the statement see the transaction's own writes before it (`tq_seq_l
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from sqlglot import exp
 
-from tique.catalog import PACKED, ROWID, TableDef, generated_expression, normalize
+from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
-from tique.rewrite.reads import Lookup, replace_tables
+from tique.rewrite import facts
+from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
-from tique.rewrite.params import USER_PREFIX
+from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate
 from tique.rewrite.templates import KeyHash, column, data_type, packed_key, quoted
 
 NEW = "tq_new"
@@ -23,13 +24,15 @@ NEW = "tq_new"
 
 @dataclass(frozen=True)
 class WritePlan:
-    """The cache inserts of one write, which of them yields the rowcount, and its checks.
-    The key check and the undo are the same for every write to a table (see validation
-    and undo), so the planner compiles them once per table."""
+    """One write to a tique table: the cache inserts that append its versions, and how it
+    is checked and undone. The rewriters below make it with the inserts as trees and
+    nothing compiled; the planner (tique/planner.py, _write_plan) completes it into the
+    plan that runs, with the inserts compiled, the validating read, the undo and the
+    parameter count. The key check and the undo are the same for every write to a table
+    (see validation and undo), so the planner compiles them once per table."""
 
     table: TableDef
-    inserts: tuple[exp.Expression, ...]
-    rowcount_index: int
+    inserts: tuple[Any, ...]  # exp.Expression as rewritten; Compiled once planned
     checks_keys: bool  # writes new keys: needs the key check
     # INSERT ... VALUES: where each row's integer key values come from (see KeyCheck), so
     # the key check can be narrowed to the keys written; None for other writes.
@@ -41,6 +44,23 @@ class WritePlan:
     # The columns the write gives values, for the constraints it must check: None for
     # every column (INSERT), the assigned ones for an UPDATE, none for a DELETE.
     assigned: frozenset[str] | None = None
+    # -- set by the planner --------------------------------------------------------------
+    # One row of counts: (duplicate keys, existing keys) when `checks_keys`, then one
+    # count per entry of `violations`, which says what a non-zero count means.
+    validation: Compiled | None = None
+    undo: Compiled | None = None
+    params: int = 0
+    violations: tuple[tuple[str, str], ...] = ()  # (CHECK or UNIQUE, message)
+    # A one-row INSERT ... VALUES taking all `params` in its row: the template that makes
+    # the many-row insert executemany sends per batch (planner.batched); None for other writes.
+    rows: RowTemplate | None = None
+    batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
+    reads: Any = field(default_factory=lambda: _read_nothing())  # ReadShape: what it reads besides the keys it writes (tique/read_sets.py)
+
+
+def _read_nothing() -> Any:
+    from tique.read_sets import NOTHING  # imported late: tique.read_sets imports the rewrite modules
+    return NOTHING
 
 
 def _param(name: str, type_: str = "BIGINT") -> exp.Expression:
@@ -54,7 +74,7 @@ def metadata(seq_param: str, deleted: bool) -> list[exp.Expression]:
 def cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
     columns = [quoted(c) for c in table.physical_columns] + [quoted("tq_txid"), quoted("tq_seq"), quoted("tq_deleted")]
     target = exp.Schema(this=exp.Table(this=quoted(table.cache)), expressions=columns)
-    return exp.Insert(this=target, expression=source)
+    return facts.internal_insert(exp.Insert(this=target, expression=source))
 
 
 def _rowid_default(table: TableDef) -> exp.Expression:
@@ -378,7 +398,7 @@ def _key_value(values: dict[str, exp.Expression], name: str, statement: str) -> 
     return value
 
 
-def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("conflict", "returning", "overwrite", "alternative", "by_name", "partition", "where"):
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"INSERT with {unsupported.upper().replace('_', ' ')} is not supported on tique tables"))
@@ -411,9 +431,9 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
         typed = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in rows]
         derived: exp.Expression = exp.Values(expressions=typed, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
         if repeat is None:
-            derived = replace_tables(derived, lookup, formulation, key_hash)
+            derived = replace_tables(derived, catalog, formulation, key_hash)
     elif isinstance(source, exp.Query):
-        query = replace_tables(source.copy(), lookup, formulation, key_hash)
+        query = replace_tables(source.copy(), catalog, formulation, key_hash)
         if isinstance(query, exp.Select) and len(query.expressions) == width:
             query.set("expressions", [_typed(v, table, c, dialect) for v, c in zip(query.expressions, listed)])
         derived = exp.Subquery(this=query, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
@@ -439,10 +459,10 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, lookup: Lookup, formulatio
     if table.packed:
         values[PACKED] = packed_key(table, [_key_value(values, k, statement) for k in table.key])
     select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False))
-    return WritePlan(table, (cache_insert(table, select),), 0, not table.hidden_rowid, written_keys, repeat)
+    return WritePlan(table, (cache_insert(table, select),), not table.hidden_rowid, written_keys, repeat)
 
 
-def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
+def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
     ref = tree.this
     alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
     if formulation is Formulation.AUTO:
@@ -456,12 +476,12 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, lookup: Looku
         # they follow it as written, each side read at the snapshot.
         attached = source.args.get("joins") or []
         source.set("joins", None)
-        select = select.join(replace_tables(source, lookup, formulation, key_hash), join_type="cross")
+        select = select.join(replace_tables(source, catalog, formulation, key_hash), join_type="cross")
         for join in attached:
-            select.append("joins", replace_tables(join, lookup, formulation, key_hash))
+            select.append("joins", replace_tables(join, catalog, formulation, key_hash))
     where = tree.args.get("where")
     if where is not None:
-        select = select.where(replace_tables(where.this.copy(), lookup, formulation, key_hash))
+        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash))
     return select, alias
 
 
@@ -494,7 +514,7 @@ def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select
             .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1))))
 
 
-def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("returning", "order", "limit"):
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"UPDATE with {unsupported.upper()} is not supported on tique tables"))
@@ -514,8 +534,8 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         if _is_default(value):
             assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
             continue
-        assignments[name] = _typed(replace_tables(value.copy(), lookup, formulation, key_hash), table, name, dialect, text_parameters=True)
-    source, alias = _target_source(tree, table, lookup, formulation, key_hash)
+        assignments[name] = _typed(replace_tables(value.copy(), catalog, formulation, key_hash), table, name, dialect, text_parameters=True)
+    source, alias = _target_source(tree, table, catalog, formulation, key_hash)
     moves_key = any(k in assignments for k in table.key)
     new_values = {c: assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias)
                   for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
@@ -528,15 +548,15 @@ def rewrite_update(tree: exp.Update, table: TableDef, lookup: Lookup, formulatio
         inserts.append(cache_insert(table, once(tombstones) if once else tombstones))
     row = _physical_row(table, new_values, source, dialect, once)
     inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False))))
-    return WritePlan(table, tuple(inserts), 0, moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
+    return WritePlan(table, tuple(inserts), moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
-def rewrite_delete(tree: exp.Delete, table: TableDef, lookup: Lookup, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
+def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("returning", "order", "limit"):
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
-    source, alias = _target_source(tree, table, lookup, formulation, key_hash)
+    source, alias = _target_source(tree, table, catalog, formulation, key_hash)
     select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True))
     if _sources(tree):
         select = _once_per_row(select, table, alias)
-    return WritePlan(table, (cache_insert(table, select),), 0, False, assigned=frozenset())
+    return WritePlan(table, (cache_insert(table, select),), False, assigned=frozenset())

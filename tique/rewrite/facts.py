@@ -1,0 +1,41 @@
+"""What the rewriter knows about the trees it makes, recorded on their nodes.
+
+A backend that compiles a plan reads these facts instead of rediscovering them from the
+tree's shape or the SQL text. They live in sqlglot's `meta` of the node they describe,
+which copies of the tree keep, and never reach the generated SQL.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+# On an INSERT of tique's own (into a cache, a storage table or a tq_ log) whose rows
+# come from a query that reads tables: MonetDB aborts such an insert when others append
+# to what it reads, so its backend runs the query, then inserts the rows (monetdb.py).
+_INTERNAL_INSERT_OF_QUERY = "tq_internal_insert_of_query"
+# On the subquery that stands for a tique table's snapshot (reads.replace_tables): the
+# name of the table's storage table.
+_SNAPSHOT_OF = "tq_snapshot_of"
+
+
+def internal_insert(insert: exp.Insert) -> exp.Insert:
+    """Records that `insert` is tique's own, and whether its rows come from a query
+    reading tables (not from VALUES or bare expressions); returns it."""
+    source = insert.expression
+    if source is not None and source.find(exp.Table) is not None:
+        insert.meta[_INTERNAL_INSERT_OF_QUERY] = True
+    return insert
+
+
+def is_internal_insert_of_query(tree: exp.Expression) -> bool:
+    return isinstance(tree, exp.Insert) and bool(tree.meta.get(_INTERNAL_INSERT_OF_QUERY))
+
+
+def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:
+    """Records that `subquery` is the snapshot of the table stored in `storage`; returns it."""
+    subquery.meta[_SNAPSHOT_OF] = storage
+    return subquery
+
+
+def snapshot_of(node: exp.Expression) -> str | None:
+    """The storage table of the table whose snapshot `node` is; None for other nodes."""
+    return node.meta.get(_SNAPSHOT_OF) if isinstance(node, exp.Subquery) and node._meta else None

@@ -1,0 +1,146 @@
+"""The rewrite of a statement as ordered passes, in the manner of sqlglot's transforms.
+
+Each pass is a function of (tree, context) -> tree: it reads nothing but the tree and the
+context (the catalog snapshot and the options, see PassContext), and returns the tree it
+made (a pass may change the tree it is given in place and return it). The lists below say
+in one place which passes run, in which order:
+
+- PREPARE, on every statement the planner rewrites (after parsing, numbering the
+  parameter markers and the DDL cases): the statement as tique reads it, its views
+  expanded, its tique tables aliased as written, DuckDB's rowid exposed, and refused if
+  the engine would reject it;
+- READ, on a read of tique tables after PREPARE: its tables become their snapshots;
+- QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
+  ... AS SELECT: its views expanded, its tables aliased as written and read through
+  their snapshots (never laterally);
+- STORAGE_READ, on a read as PREPARE left it, for the variant that reads the tables in
+  `clean` from storage directly (tique/cache_state.py): those tables become projections
+  of their storage, the others their snapshots.
+
+A write to a tique table takes PREPARE, then its rewriter (tique/rewrite/writes.py),
+which reads the tables of its subqueries and sources through replace_tables itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlglot import exp
+
+from tique.catalog import CatalogSnapshot, normalize
+from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.rewrite.reads import _names_cte_in_scope, referenced_tables, replace_tables
+from tique.rewrite.rowid import expose_rowid as _expose_rowid
+from tique.rewrite.snapshot import Formulation
+from tique.rewrite.storage_reads import read_storage
+from tique.rewrite.templates import KeyHash
+
+MAX_VIEW_DEPTH = 32
+_STATEMENTS = (exp.Query, exp.Insert, exp.Update, exp.Delete)
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What a pass may read besides the tree: all of it fixed before planning starts."""
+    catalog: CatalogSnapshot
+    dialect: str
+    formulation: Formulation
+    key_hash: KeyHash
+    statement: str  # the application's text, for errors in its terms
+    lateral: bool = False  # the engine reads a join-pinned table laterally (Backend.lateral_point_reads)
+    clean: frozenset[str] = frozenset()  # STORAGE_READ: the tables read from storage directly
+
+
+Pass = Callable[[exp.Expression, PassContext], exp.Expression]
+
+
+def run(passes: tuple[Pass, ...], tree: exp.Expression, context: PassContext) -> exp.Expression:
+    for each in passes:
+        tree = each(tree, context)
+    return tree
+
+
+def _write_target(tree: exp.Expression) -> exp.Expression | None:
+    if isinstance(tree, exp.Insert):
+        return tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    return tree.this if isinstance(tree, (exp.Update, exp.Delete)) else None
+
+
+def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Each reference to a tique view becomes its query as a subquery under the reference's
+    alias (or the view's name), so the statement reads the view's tables through its own
+    snapshot. Views over views expand level by level."""
+    if not isinstance(tree, _STATEMENTS):
+        return tree
+    target = _write_target(tree)
+    for _ in range(MAX_VIEW_DEPTH):
+        expanded = False
+        for ref in list(tree.find_all(exp.Table)):
+            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or _names_cte_in_scope(ref):
+                continue
+            view = context.catalog.object(normalize(ref.name))
+            if getattr(view, "kind", None) != "view":
+                continue
+            if ref is target:
+                raise NotSupportedError(describe(context.statement, f"writing through view {view.name!r} is not supported; write its tables"))
+            alias = ref.args.get("alias")
+            name = alias.this.copy() if alias is not None and alias.this else ref.this.copy()
+            columns = [c.copy() for c in alias.columns] if alias is not None and alias.columns else [exp.to_identifier(c, quoted=True) for c in view.columns]
+            ref.replace(exp.Subquery(this=view.query.copy(), alias=exp.TableAlias(this=name, columns=columns)))
+            expanded = True
+        if not expanded:
+            return tree
+    raise ProgrammingError(describe(context.statement, f"views nest more than {MAX_VIEW_DEPTH} deep (a view that reads itself?)"))
+
+
+def alias_as_written(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Gives each unaliased tique table reference its own name, exactly as written, as alias.
+
+    The snapshot subquery replacing a reference carries its alias; spelling it as the
+    application did (quoted or not) keeps names like "order" valid SQL. An INSERT's
+    target is no reference and stays as it is.
+    """
+    if not isinstance(tree, _STATEMENTS):
+        return tree
+    target = tree.this.this if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema) else tree.this
+    for ref, _ in referenced_tables(tree, context.catalog):
+        if ref.args.get("alias") or (isinstance(tree, exp.Insert) and ref is target):
+            continue
+        ref.set("alias", exp.TableAlias(this=ref.this.copy()))
+    return tree
+
+
+def expose_rowid(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """DuckDB's rowid of a tique table reads its hidden row id (tique/rewrite/rowid.py);
+    the other engines have no rowid pseudo-column."""
+    if context.dialect == "duckdb" and isinstance(tree, _STATEMENTS):
+        _expose_rowid(tree, context.catalog, context.statement)
+    return tree
+
+
+def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Syntax sqlglot reads in the engine's dialect but the engine rejects, where the
+    generated SQL would mean something else: DuckDB has no SELECT ... INTO (sqlglot turns
+    it into CREATE TABLE ... AS). (MonetDB's missing DELETE ... USING is left to tique,
+    which gives it PostgreSQL's meaning on tique tables.)"""
+    if context.dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
+        raise ProgrammingError(describe(context.statement, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
+    return tree
+
+
+def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Each tique table reference becomes its snapshot subquery (tique/rewrite/reads.py),
+    read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py)."""
+    return replace_tables(tree, context.catalog, context.formulation, context.key_hash, lateral=context.lateral)
+
+
+def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Each reference to a table in `context.clean` becomes a projection of its storage
+    table (tique/rewrite/storage_reads.py)."""
+    return read_storage(tree, context.catalog, context.clean)
+
+
+PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, expose_rowid, refuse_engine_rejects)
+READ: tuple[Pass, ...] = (replace_tables_with_snapshots,)
+STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots)
+QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
