@@ -393,6 +393,20 @@ def test_decimal_default_rounds_as_natively(engine: str, twins: Twins) -> None:
     assert mine[1] and all(isinstance(c, Decimal) for (c,) in mine[1])
 
 
+def test_computed_values_are_stored_as_their_column_types_natively(twins: Twins) -> None:
+    """A value computed for a DECIMAL column is stored as the engine's own UPDATE and
+    INSERT store it. MonetDB 11.45's SELECT answers `price * 1000` for 1.50 as 1.50 (its
+    optimizer drops the constant's trailing zeros), while its writes store 1500.00; tique
+    computes new rows in a SELECT, so it must not inherit that."""
+    twins.same("CREATE TABLE {t}item (id INT PRIMARY KEY, price DECIMAL(6,2), qty INT)")
+    twins.same("INSERT INTO {t}item VALUES (1, 1.50, 7), (2, 2.25, 3)")
+    twins.same("UPDATE {t}item SET price = price * 1000 WHERE id = 1")
+    twins.same("UPDATE {t}item SET price = price * 20, qty = qty * 1000 WHERE id = 2")
+    twins.same("INSERT INTO {t}item SELECT id + 10, price * 100, qty * 10 FROM {t}item")
+    twins.same("INSERT INTO {t}item VALUES (20, (SELECT price * 10 FROM {t}item WHERE id = 2), 1)")
+    twins.same("SELECT id, price, qty FROM {t}item ORDER BY id", ordered=True)
+
+
 # -- adopting a native table keeps them too -------------------------------------------------
 
 ADOPTED = {

@@ -278,7 +278,7 @@ def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, t
     """
     bare = value.unalias() if isinstance(value, exp.Alias) else value
     if not isinstance(bare, (exp.Placeholder, exp.Null)) and not (isinstance(bare, exp.Literal) and bare.is_string):
-        return value
+        return _assignment_cast_of_decimal(value, bare, table, name, dialect)
     try:
         kind = data_type(table.column(name).type_sql, dialect)
     except Exception:  # a type sqlglot cannot read: leave the value to the engine
@@ -288,6 +288,26 @@ def _typed(value: exp.Expression, table: TableDef, name: str, dialect: str, *, t
             # Fixes the parameter's type as text where it could otherwise be read two ways.
             cast = exp.cast(bare.copy(), data_type("TEXT"))
             return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
+        return value
+    cast = exp.cast(bare.copy(), kind)
+    return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
+
+
+def _assignment_cast_of_decimal(value: exp.Expression, bare: exp.Expression, table: TableDef, name: str, dialect: str) -> exp.Expression:
+    """On MonetDB, a computed value bound for a DECIMAL column, cast to that column's type.
+
+    MonetDB 11.45 computes `price * 1000` for a DECIMAL(6,2) price of 1.50 as 1.50 in a
+    SELECT's projection (its optimizer drops the constant's trailing zeros: `* 2000` gives
+    3.00), yet right when the product is assigned to a column, as its own UPDATE, INSERT
+    ... SELECT and INSERT ... VALUES do. tique computes new rows in a SELECT, so it casts
+    to the column's type as the assignment would, which MonetDB then computes right."""
+    if dialect != "monetdb" or isinstance(bare, exp.Literal):
+        return value
+    try:
+        kind = data_type(table.column(name).type_sql, dialect)
+    except Exception:  # a type sqlglot cannot read: leave the value to the engine
+        return value
+    if not kind.is_type(exp.DataType.Type.DECIMAL):
         return value
     cast = exp.cast(bare.copy(), kind)
     return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
