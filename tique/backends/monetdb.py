@@ -112,6 +112,9 @@ class FormatSQL(str):
     # which runs as a read, then an insert of the rows read. Other inserts (their rows
     # from VALUES or bare expressions) cannot meet the append conflict and run as they are.
     insert_of_query: InsertOfQuery | None = None
+    # An INSERT whose rows come from no table (VALUES or bare expressions): inside an open
+    # engine transaction it may travel in front of the statement's validating read.
+    direct: bool = False
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -684,17 +687,22 @@ class MonetDBBackend(Backend):
             compiled = Compiled(text, compiled.names)
         if facts.is_internal_insert_of_query(tree):
             compiled.sql.insert_of_query = self._insert_head(tree).parts(compiled.sql)  # type: ignore[attr-defined]
+        elif _direct(tree):
+            compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
 
     def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
         tree = _type_text_values(tree)
         of_query = self._insert_head(tree) if facts.is_internal_insert_of_query(tree) else None
+        direct = _direct(tree)
         head, row = split_rows(tree)
 
         def finish(marked: str) -> Compiled:
             compiled = _format_markers(marked)
             if of_query is not None:
                 compiled.sql.insert_of_query = of_query.parts(compiled.sql)  # type: ignore[attr-defined]
+            else:
+                compiled.sql.direct = direct  # type: ignore[attr-defined]
             return compiled
 
         return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
@@ -943,6 +951,11 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
         derived.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=derived.args["alias"],
                                   joins=derived.args["joins"]))
     return tree
+
+
+def _direct(tree: exp.Expression) -> bool:
+    """An INSERT whose rows come from no table (see FormatSQL.direct)."""
+    return isinstance(tree, exp.Insert) and tree.expression is not None and tree.expression.find(exp.Table) is None
 
 
 def _format_markers(marked: str) -> Compiled:
