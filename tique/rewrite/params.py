@@ -229,7 +229,10 @@ class KeyCheck(Compiled):
 # Rendering writes each named placeholder as MARK name MARK; the marks become the engine's
 # markers afterwards, by text position. One rendering serves every engine's marker style,
 # and no placeholder node has to be replaced (which would mean copying the whole tree).
-MARK = "\x1f"
+# The mark is a control character Python does not count as whitespace: the generator strips
+# its text, and a whitespace mark (such as \x1f) closing a statement that ends in a marker
+# was stripped with it, which sent every such statement down the slow path.
+MARK = "\x02"
 MARKED = re.compile(MARK + r"([A-Za-z_][A-Za-z0-9_]*)" + MARK)
 
 
