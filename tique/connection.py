@@ -683,7 +683,7 @@ class Connection:
             tree = read_storage(plan.source.copy(), self._lookup_or_refresh, clean)
             tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash,
                                   lateral=self._backend.lateral_point_reads)
-            found = plan.variants[clean] = self._backend.compile(tree)
+            found = plan.variants[clean] = self._backend.compile(tree, owned=True)
         return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:

@@ -423,7 +423,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     touched = referenced_tables(tree, lookup)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         if not touched:
-            return NativePlan(backend.compile(tree), params)
+            return NativePlan(backend.compile(tree, owned=True), params)
         if locks:
             assert isinstance(tree, exp.Select)
             writes = lock_writes(tree, locks, lookup, formulation, key_hash, sql)
@@ -433,7 +433,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
-    return NativePlan(backend.compile(tree), params)
+    return NativePlan(backend.compile(tree, owned=True), params)
 
 
 def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, formulation: Formulation, params: int,
@@ -441,7 +441,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
     source = tree.copy() if backend.cache_state is not None else None
-    return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
+    return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads), owned=True),
                     params, names, analytic, source)
 
 

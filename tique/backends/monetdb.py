@@ -518,17 +518,19 @@ class MonetDBBackend(Backend):
     def param_node(self, n: int) -> exp.Expression:
         raise NotImplementedError("MonetDB markers are positional; see compile()")
 
-    def compile(self, tree: exp.Expression) -> Compiled:
-        """pymonetdb binds %s markers in text order, so the names follow the rendered text."""
+    def compile(self, tree: exp.Expression, owned: bool = False) -> Compiled:
+        """pymonetdb binds %s markers in text order, so the names follow the rendered text.
+        `owned`: see Backend.compile; what is read off the tree is read before rendering."""
         tree = _name_leading_derived_tables(_type_text_values(tree))
-        compiled = self._render(tree)
-        plain = _over_storage(tree)
+        plain = _over_storage(tree)  # a copy of its own
+        direct = _direct(tree)
+        compiled = self._render(tree, owned)
         if plain is not None:
-            rendered = self._render(plain)
+            rendered = self._render(plain, owned=True)
             text = FormatSQL(compiled.sql)
             text.naming = Naming(rendered.sql, rendered.names, compiled.names)
             compiled = Compiled(text, compiled.names)
-        if _direct(tree):
+        if direct:
             compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
 
@@ -544,9 +546,9 @@ class MonetDBBackend(Backend):
 
         return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
 
-    def _render(self, tree: exp.Expression) -> Compiled:
+    def _render(self, tree: exp.Expression, owned: bool = False) -> Compiled:
         try:
-            return _format_markers(render_marked(tree, self.dialect))
+            return _format_markers(render_marked(tree, self.dialect, owned))
         except ValueError:  # the mark character in the statement: replace the placeholder nodes
             tree = tree.copy()
             for node in list(tree.find_all(exp.Placeholder)):

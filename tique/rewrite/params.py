@@ -249,12 +249,21 @@ def _marking_generator(dialect: str) -> type:
     return type(f"Marking{base.__name__}", (base,), {"TRANSFORMS": transforms, "tq_marks": 0})
 
 
-def render_marked(tree: exp.Expression, dialect: str) -> str:
+def _holds_mark(tree: exp.Expression) -> bool:
+    """Whether some name, literal or comment in `tree` holds the mark character."""
+    return any(MARK in node.this for node in tree.find_all(exp.Literal, exp.Identifier) if isinstance(node.this, str)) or any(
+        MARK in comment for node in tree.walk() if node.comments for comment in node.comments)
+
+
+def render_marked(tree: exp.Expression, dialect: str, owned: bool = False) -> str:
     """`tree` as SQL of `dialect`, its placeholders as marks. The generator may rewrite
     the tree it renders (dialect transforms), so it renders a copy: one copy, where
-    `Expression.sql` would make its own on top of any the caller made."""
+    `Expression.sql` would make its own on top of any the caller made. A caller that
+    hands the tree over (`owned`: it never reads the tree again) saves that copy, the
+    larger half of rendering, unless the tree holds the mark character: then the slow
+    path must still find the tree as it was."""
     generator = faithful.generator(dialect, _marking_generator(dialect))
-    text = generator.generate(tree.copy(), copy=False)
+    text = generator.generate(tree if owned and not _holds_mark(tree) else tree.copy(), copy=False)
     if text.count(MARK) != 2 * (generator.tq_marks + text.count(ROWS.name)):
         # The application's own text held the mark character (in a string literal): mark
         # nothing then, and let the slow path replace the placeholder nodes instead.
@@ -278,11 +287,11 @@ def shift_user_params(marked: str, offset: int) -> str:
                        if m.group(1).startswith(USER_PREFIX) else m.group(0), marked)
 
 
-def compile_statement(tree: exp.Expression, dialect: str, param_node) -> Compiled:
+def compile_statement(tree: exp.Expression, dialect: str, param_node, owned: bool = False) -> Compiled:
     """Renders a tree for an engine with `$n` markers; `param_node(n)` builds the engine's
-    n-th positional marker where the text cannot be marked."""
+    n-th positional marker where the text cannot be marked. `owned`: see render_marked."""
     try:
-        return dollar_markers(render_marked(tree, dialect))
+        return dollar_markers(render_marked(tree, dialect, owned))
     except ValueError:
         pass
     tree = tree.copy()
