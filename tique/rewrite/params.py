@@ -250,9 +250,14 @@ def _marking_generator(dialect: str) -> type:
 
 
 def _holds_mark(tree: exp.Expression) -> bool:
-    """Whether some name, literal or comment in `tree` holds the mark character."""
-    return any(MARK in node.this for node in tree.find_all(exp.Literal, exp.Identifier) if isinstance(node.this, str)) or any(
-        MARK in comment for node in tree.walk() if node.comments for comment in node.comments)
+    """Whether some text in `tree` (a name, a literal, a comment) holds the mark character."""
+    for node in tree.walk():
+        if node.comments and any(MARK in comment for comment in node.comments):
+            return True
+        for value in node.args.values():
+            if type(value) is str and MARK in value:
+                return True
+    return False
 
 
 def render_marked(tree: exp.Expression, dialect: str, owned: bool = False) -> str:
