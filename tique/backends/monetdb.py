@@ -669,14 +669,23 @@ class _Inserted:
         self.rowcount = rowcount
 
 
-def _is_snapshot(node: exp.Expression) -> bool:
-    """A snapshot subquery (rewrite/reads.py): it carries the application's alias, reads
-    tq_outcome, and its own inner subqueries are all tique's (tq_ aliases)."""
+def _snapshot_storage(node: exp.Expression) -> set[str] | None:
+    """The storage tables a snapshot subquery (rewrite/reads.py) reads; None when `node`
+    is none. A snapshot carries the application's alias, reads tq_outcome, and its own
+    inner subqueries are all tique's (tq_ aliases). One walk of the subquery."""
     if not isinstance(node, exp.Subquery) or not node.alias or node.alias.startswith("tq_"):
-        return False
-    if not any(t.name == "tq_outcome" for t in node.find_all(exp.Table)):
-        return False
-    return all(inner is node or (inner.alias or "").startswith("tq_") for inner in node.find_all(exp.Subquery))
+        return None
+    outcome = False
+    storage: set[str] = set()
+    for inner in node.walk():
+        if isinstance(inner, exp.Table):
+            name = inner.name
+            outcome = outcome or name == "tq_outcome"
+            if name.endswith("_storage"):
+                storage.add(name)
+        elif isinstance(inner, exp.Subquery) and inner is not node and not (inner.alias or "").startswith("tq_"):
+            return None
+    return storage if outcome else None
 
 
 def _over_storage(tree: exp.Expression) -> exp.Expression | None:
@@ -686,9 +695,9 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
         return None
     swaps = []
     for node in tree.find_all(exp.Subquery):
-        if not _is_snapshot(node):
+        storage = _snapshot_storage(node)
+        if storage is None:
             continue
-        storage = {t.name for t in node.find_all(exp.Table) if t.name.endswith("_storage")}
         if len(storage) != 1:
             return None
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
