@@ -249,7 +249,7 @@ def _marking_generator(dialect: str) -> type:
     return type(f"Marking{base.__name__}", (base,), {"TRANSFORMS": transforms, "tq_marks": 0})
 
 
-def _holds_mark(tree: exp.Expression) -> bool:
+def holds_mark(tree: exp.Expression) -> bool:
     """Whether some text in `tree` (a name, a literal, a comment) holds the mark character."""
     for node in tree.walk():
         if node.comments and any(MARK in comment for comment in node.comments):
@@ -268,7 +268,7 @@ def render_marked(tree: exp.Expression, dialect: str, owned: bool = False) -> st
     larger half of rendering, unless the tree holds the mark character: then the slow
     path must still find the tree as it was."""
     generator = faithful.generator(dialect, _marking_generator(dialect))
-    text = generator.generate(tree if owned and not _holds_mark(tree) else tree.copy(), copy=False)
+    text = generator.generate(tree if owned and not holds_mark(tree) else tree.copy(), copy=False)
     if text.count(MARK) != 2 * (generator.tq_marks + text.count(ROWS.name)):
         # The application's own text held the mark character (in a string literal): mark
         # nothing then, and let the slow path replace the placeholder nodes instead.
