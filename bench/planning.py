@@ -112,7 +112,7 @@ def report(timings: list[Timing]) -> str:
     return "\n".join(lines)
 
 
-def run(dialects: tuple[str, ...] = DIALECTS) -> str:
+def run(dialects: tuple[str, ...] = DIALECTS, clock: Callable[[], float] = time.perf_counter) -> str:
     workloads = {"tpcc": tpcc_texts(), "chbench": chbench_texts()}
-    timings = [t for d in dialects for t in measure(d, workloads)]
+    timings = [t for d in dialects for t in measure(d, workloads, clock)]
     return report(timings)
