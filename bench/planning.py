@@ -80,7 +80,7 @@ def _tables(backend: Backend) -> dict[str, TableDef]:
 
 def cold() -> None:
     """Forgets what planning keeps per process, as a fresh process starts."""
-    for cached in (templates._parsed, templates._expanded, templates.data_type, templates.template_text):
+    for cached in (templates._parsed, templates._expanded, templates._table_expanded, templates.data_type, templates.template_text):
         cached.cache_clear()
 
 
@@ -112,7 +112,7 @@ def report(timings: list[Timing]) -> str:
     return "\n".join(lines)
 
 
-def run(dialects: tuple[str, ...] = DIALECTS) -> str:
+def run(dialects: tuple[str, ...] = DIALECTS, clock: Callable[[], float] = time.perf_counter) -> str:
     workloads = {"tpcc": tpcc_texts(), "chbench": chbench_texts()}
-    timings = [t for d in dialects for t in measure(d, workloads)]
+    timings = [t for d in dialects for t in measure(d, workloads, clock)]
     return report(timings)

@@ -80,6 +80,34 @@ def test_markers_in_writes_in_lists_and_values(connect: Connect) -> None:
         (1, "z", 11), (2, "b", 20), (3, "c?", 30), (4, "d", 40), (5, "e", 50)]
 
 
+def test_statements_ending_in_a_marker_render_once(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tique renders a plan's statements once, with its markers spelled as a control
+    character; only a statement whose own text holds that character is rendered again
+    the slow way, and it means what it says. (Counted in renderings, not time.)"""
+    from tique.rewrite import faithful
+    from tique.rewrite.params import MARK
+
+    slow: list[str] = []
+    plain = faithful.to_sql
+
+    def to_sql(tree: Any, dialect: str) -> str:
+        slow.append(tree.sql())
+        return plain(tree, dialect)
+
+    monkeypatch.setattr(faithful, "to_sql", to_sql)
+    conn = _table(connect)
+    run(conn, "INSERT INTO t VALUES (?, ?, ?)", (1, "a", 10))
+    run(conn, "UPDATE t SET n = n + 1 WHERE id = ?", (1,))
+    assert rows(conn, "SELECT v, n FROM t WHERE id = ?", (1,)) == [("a", 11)]
+    assert slow == []
+    # The mark character itself, and others around it, in literals of the statement.
+    for i, character in enumerate((MARK, "\x01", "\x1f"), start=2):
+        run(conn, f"INSERT INTO t VALUES (?, 'x{character}y', ?)", (i, i))
+    assert rows(conn, f"SELECT id, v FROM t WHERE v = 'x{MARK}y' AND id = ?", (2,)) == [(2, f"x{MARK}y")]
+    assert rows(conn, "SELECT id, v FROM t WHERE id > ? ORDER BY id", (2,)) == [(3, "x\x01y"), (4, "x\x1fy")]
+    assert slow, "a statement holding the mark character renders the slow way"
+
+
 def test_marker_count_counts_real_markers_only(connect: Connect) -> None:
     conn = _table(connect)
     assert rows(conn, "SELECT '?' -- ?") == [("?",)]

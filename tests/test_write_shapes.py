@@ -86,6 +86,48 @@ def test_row_counts_share_one_plan_family(connect: Connect) -> None:
     assert tuple(got[-1][:2]) == (5, 1) and got[-1][2:4] == (None, None)
 
 
+def test_row_counts_compile_one_row_template(connect: Connect) -> None:
+    """A fresh process planning 5, 10 and 15-row inserts rewrites and compiles the row's
+    shape once: each new row count only repeats the compiled row's text (counted in
+    compilations, not time)."""
+    conn = connect()
+    run(conn, LINES)
+    conn.commit()
+    backend = conn.backend
+    backend.shared_plans.clear()
+    compiled: list[str] = []
+    templates: list[str] = []
+    original_compile, original_rows = backend.compile, backend.compile_rows
+
+    def compile(tree: Any, *args: Any, **options: Any) -> Any:
+        compiled.append(tree.sql())
+        return original_compile(tree, *args, **options)
+
+    def compile_rows(tree: Any, width: int) -> Any:
+        templates.append(tree.sql())
+        return original_rows(tree, width)
+
+    backend.compile = compile  # type: ignore[method-assign]
+    backend.compile_rows = compile_rows  # type: ignore[method-assign]
+    try:
+        run(conn, insert(5), values(1, 5))
+        after_first = len(compiled)
+        for order, count in enumerate((10, 15, 7, 12), start=2):
+            run(conn, insert(count), values(order, count))
+        after_all = len(compiled)
+        conn.commit()
+    finally:
+        del backend.compile
+        del backend.compile_rows
+    assert len(templates) == 1, templates  # one row template for every row count
+    # The first insert compiled its row template, key check and undo; no later row count
+    # compiles anything.
+    assert after_all == after_first, compiled[after_first:after_all]
+    assert len({conn._plan(insert(count)).validation.sql for count in (5, 10, 15, 7, 12)}) == 1
+    got = rows(conn, "SELECT o_id, count(*) FROM lines GROUP BY o_id ORDER BY o_id")
+    assert [tuple(r) for r in got] == [(1, 5), (2, 10), (3, 15), (4, 7), (5, 12)]
+
+
 def test_key_check_text_is_shared_by_statements_of_one_table(connect: Connect) -> None:
     conn = connect()
     run(conn, "CREATE TABLE t (a INTEGER NOT NULL, b INTEGER NOT NULL, v VARCHAR(10), PRIMARY KEY (a, b))")

@@ -728,7 +728,7 @@ class Connection:
         if found is None:
             context = passes.PassContext(self._snapshot, self._backend.dialect, self.snapshot_formulation, self._backend.key_hash,
                                          sql, lateral=self._backend.lateral_point_reads, clean=clean)
-            found = plan.variants[clean] = self._backend.compile(passes.run(passes.STORAGE_READ, plan.source.copy(), context))
+            found = plan.variants[clean] = self._backend.compile(passes.run(passes.STORAGE_READ, plan.source.copy(), context), owned=True)
         return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:

@@ -396,7 +396,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
     touched = referenced_tables(tree, catalog)
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         if not touched:
-            return NativePlan(backend.compile(tree), params)
+            return NativePlan(backend.compile(tree, owned=True), params)
         if locks:
             assert isinstance(tree, exp.Select)
             updates = [lock for lock in locks if lock.args.get("update")]
@@ -409,7 +409,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
     if touched:
         kind = tree.key.upper()
         raise NotSupportedError(describe(sql, f"{kind} on tique table {touched[0][1].name!r} is not supported: tique tables change only through INSERT, UPDATE, DELETE, CREATE TABLE and DROP TABLE"))
-    return NativePlan(backend.compile(tree), params)
+    return NativePlan(backend.compile(tree, owned=True), params)
 
 
 def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.PassContext, params: int,
@@ -418,7 +418,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
     analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
     source = tree.copy() if backend.cache_state is not None else None
     reads = query_shape(tree, context.catalog, backend.dialect)
-    return ReadPlan(backend.compile(passes.run(passes.READ, tree, context)), params, names, analytic, source, reads=reads)
+    return ReadPlan(backend.compile(passes.run(passes.READ, tree, context), owned=True), params, names, analytic, source, reads=reads)
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:

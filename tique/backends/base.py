@@ -235,8 +235,10 @@ class Backend(ABC):
     def key_hash(self, table_name: str, keys: list[exp.Expression]) -> exp.Expression:
         """A 64-bit hash of (table, key) for Write_Sets; collisions only cause false conflicts."""
 
-    def compile(self, tree: exp.Expression) -> Compiled:
-        return compile_statement(tree, self.dialect, self.param_node)
+    def compile(self, tree: exp.Expression, owned: bool = False) -> Compiled:
+        """`tree` as the engine's statement. `owned`: the caller hands the tree over and
+        never reads it again, so rendering may change it instead of a copy."""
+        return compile_statement(tree, self.dialect, self.param_node, owned)
 
     def compile_rows(self, tree: exp.Insert, width: int) -> RowTemplate:
         """An INSERT over one VALUES row (aliased tq_new) as a template for any number of

@@ -675,19 +675,22 @@ class MonetDBBackend(Backend):
     def param_node(self, n: int) -> exp.Expression:
         raise NotImplementedError("MonetDB markers are positional; see compile()")
 
-    def compile(self, tree: exp.Expression) -> Compiled:
-        """pymonetdb binds %s markers in text order, so the names follow the rendered text."""
+    def compile(self, tree: exp.Expression, owned: bool = False) -> Compiled:
+        """pymonetdb binds %s markers in text order, so the names follow the rendered text.
+        `owned`: see Backend.compile; what is read off the tree is read before rendering."""
         tree = _name_leading_derived_tables(_type_text_values(tree))
-        compiled = self._render(tree)
-        plain = _over_storage(tree)
+        plain = _over_storage(tree)  # a copy of its own
+        head = self._insert_head(tree) if facts.is_internal_insert_of_query(tree) else None
+        direct = head is None and _direct(tree)
+        compiled = self._render(tree, owned)
         if plain is not None:
-            rendered = self._render(plain)
+            rendered = self._render(plain, owned=True)
             text = FormatSQL(compiled.sql)
             text.naming = Naming(rendered.sql, rendered.names, compiled.names)
             compiled = Compiled(text, compiled.names)
-        if facts.is_internal_insert_of_query(tree):
-            compiled.sql.insert_of_query = self._insert_head(tree).parts(compiled.sql)  # type: ignore[attr-defined]
-        elif _direct(tree):
+        if head is not None:
+            compiled.sql.insert_of_query = head.parts(compiled.sql)  # type: ignore[attr-defined]
+        elif direct:
             compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
 
@@ -714,9 +717,9 @@ class MonetDBBackend(Backend):
         into = faithful.to_sql(tree.this, self.dialect).replace("%", "%%")
         return _InsertHead(target, into[len(target):].strip(), f"INSERT INTO {into} ")
 
-    def _render(self, tree: exp.Expression) -> Compiled:
+    def _render(self, tree: exp.Expression, owned: bool = False) -> Compiled:
         try:
-            return _format_markers(render_marked(tree, self.dialect))
+            return _format_markers(render_marked(tree, self.dialect, owned))
         except ValueError:  # the mark character in the statement: replace the placeholder nodes
             tree = tree.copy()
             for node in list(tree.find_all(exp.Placeholder)):

@@ -229,7 +229,10 @@ class KeyCheck(Compiled):
 # Rendering writes each named placeholder as MARK name MARK; the marks become the engine's
 # markers afterwards, by text position. One rendering serves every engine's marker style,
 # and no placeholder node has to be replaced (which would mean copying the whole tree).
-MARK = "\x1f"
+# The mark is a control character Python does not count as whitespace: the generator strips
+# its text, and a whitespace mark (such as \x1f) closing a statement that ends in a marker
+# was stripped with it, which sent every such statement down the slow path.
+MARK = "\x02"
 MARKED = re.compile(MARK + r"([A-Za-z_][A-Za-z0-9_]*)" + MARK)
 
 
@@ -246,12 +249,26 @@ def _marking_generator(dialect: str) -> type:
     return type(f"Marking{base.__name__}", (base,), {"TRANSFORMS": transforms, "tq_marks": 0})
 
 
-def render_marked(tree: exp.Expression, dialect: str) -> str:
+def holds_mark(tree: exp.Expression) -> bool:
+    """Whether some text in `tree` (a name, a literal, a comment) holds the mark character."""
+    for node in tree.walk():
+        if node.comments and any(MARK in comment for comment in node.comments):
+            return True
+        for value in node.args.values():
+            if type(value) is str and MARK in value:
+                return True
+    return False
+
+
+def render_marked(tree: exp.Expression, dialect: str, owned: bool = False) -> str:
     """`tree` as SQL of `dialect`, its placeholders as marks. The generator may rewrite
     the tree it renders (dialect transforms), so it renders a copy: one copy, where
-    `Expression.sql` would make its own on top of any the caller made."""
+    `Expression.sql` would make its own on top of any the caller made. A caller that
+    hands the tree over (`owned`: it never reads the tree again) saves that copy, the
+    larger half of rendering, unless the tree holds the mark character: then the slow
+    path must still find the tree as it was."""
     generator = faithful.generator(dialect, _marking_generator(dialect))
-    text = generator.generate(tree.copy(), copy=False)
+    text = generator.generate(tree if owned and not holds_mark(tree) else tree.copy(), copy=False)
     if text.count(MARK) != 2 * (generator.tq_marks + text.count(ROWS.name)):
         # The application's own text held the mark character (in a string literal): mark
         # nothing then, and let the slow path replace the placeholder nodes instead.
@@ -275,11 +292,11 @@ def shift_user_params(marked: str, offset: int) -> str:
                        if m.group(1).startswith(USER_PREFIX) else m.group(0), marked)
 
 
-def compile_statement(tree: exp.Expression, dialect: str, param_node) -> Compiled:
+def compile_statement(tree: exp.Expression, dialect: str, param_node, owned: bool = False) -> Compiled:
     """Renders a tree for an engine with `$n` markers; `param_node(n)` builds the engine's
-    n-th positional marker where the text cannot be marked."""
+    n-th positional marker where the text cannot be marked. `owned`: see render_marked."""
     try:
-        return dollar_markers(render_marked(tree, dialect))
+        return dollar_markers(render_marked(tree, dialect, owned))
     except ValueError:
         pass
     tree = tree.copy()

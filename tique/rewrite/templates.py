@@ -100,37 +100,42 @@ def packed_key(table: TableDef, values: list[exp.Expression]) -> exp.Expression:
     return packed
 
 
+_COLUMN_LISTS = ("TQ_COLUMNS", "TQ_ALL_COLUMNS")
+
+
 def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
            carried: tuple[str, ...] | None = None) -> exp.Expression:
     """Expands every marker of a parsed template for `table`, projecting `columns`.
     `carried`, when given, is what `TQ_ALL_COLUMNS` stands for instead of every physical
     column (a snapshot read that needs only some columns)."""
+    return expand_columns(expand_table(tree, table, key_hash), table, columns, carried)
+
+
+def _splice(tree: exp.Expression, markers: tuple[str, ...], items_for: Callable[[str, exp.Anonymous], list]) -> None:
+    """Replaces each of `markers` standing in a list of `tree` by the items it stands for."""
+    for node in list(tree.walk()):
+        for key, value in list(node.args.items()):
+            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in markers for v in value):
+                out = []
+                for item in value:
+                    if isinstance(item, exp.Anonymous) and item.name.upper() in markers:
+                        out.extend(items_for(item.name.upper(), item))
+                    else:
+                        out.append(item)
+                node.set(key, out)
+
+
+def expand_table(tree: exp.Expression, table: TableDef, key_hash: KeyHash) -> exp.Expression:
+    """Expands the markers that depend on the table alone: its physical tables' names,
+    TQ_KEY, TQ_KEY_MATCH and TQ_KEY_HASH. The column lists stay (expand_columns)."""
     names = {"storage_table": table.storage, "cache_table": table.cache}
-    every = table.physical_columns if carried is None else carried
     for t in tree.find_all(exp.Table):
         if t.name in names:
             t.set("this", quoted(names[t.name]))
     for col in tree.find_all(exp.Column):
         if col.table in names:
             col.set("table", quoted(names[col.table]))
-
-    def splice(items: list) -> list:
-        out = []
-        for item in items:
-            if isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_COLUMNS":
-                out.extend(column(c, _qualifier(item)) for c in columns)
-            elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_ALL_COLUMNS":
-                out.extend(column(c, _qualifier(item)) for c in every)
-            elif isinstance(item, exp.Anonymous) and item.name.upper() == "TQ_KEY":
-                out.extend(column(k, _qualifier(item)) for k in table.match_key)
-            else:
-                out.append(item)
-        return out
-
-    for node in list(tree.walk()):
-        for key, value in list(node.args.items()):
-            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in ("TQ_COLUMNS", "TQ_ALL_COLUMNS", "TQ_KEY") for v in value):
-                node.set(key, splice(value))
+    _splice(tree, ("TQ_KEY",), lambda _, item: [column(k, _qualifier(item)) for k in table.match_key])
     for call in list(tree.find_all(exp.Anonymous)):
         upper = call.name.upper()
         if upper == "TQ_KEY_MATCH":
@@ -139,6 +144,15 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
             call.replace(exp.paren(key_match(table, left, right)) if len(table.match_key) > 1 else key_match(table, left, right))
         elif upper == "TQ_KEY_HASH":
             call.replace(key_hash(table.name, [column(k, _qualifier(call)) for k in table.match_key]))
+    return tree
+
+
+def expand_columns(tree: exp.Expression, table: TableDef, columns: tuple[str, ...],
+                   carried: tuple[str, ...] | None = None) -> exp.Expression:
+    """Expands TQ_COLUMNS to `columns` and TQ_ALL_COLUMNS to `carried` (every physical
+    column when None), each qualified by the marker's argument when it has one."""
+    lists = {"TQ_COLUMNS": columns, "TQ_ALL_COLUMNS": table.physical_columns if carried is None else carried}
+    _splice(tree, _COLUMN_LISTS, lambda marker, item: [column(c, _qualifier(item)) for c in lists[marker]])
     return tree
 
 
@@ -152,4 +166,12 @@ def _expanded(name: str, table: TableDef, columns: tuple[str, ...], key_hash: Ke
               carried: tuple[str, ...] | None) -> tuple[exp.Expression, ...]:
     """Expanded once per table shape and projection: every statement over a table reads
     the same few snapshots, and expanding one walks and rebuilds the whole template."""
-    return tuple(expand(t, table, columns, key_hash, carried) for t in template(name))
+    return tuple(expand_columns(t.copy(), table, columns, carried) for t in _table_expanded(name, table, key_hash))
+
+
+@functools.lru_cache(maxsize=256)
+def _table_expanded(name: str, table: TableDef, key_hash: KeyHash) -> tuple[exp.Expression, ...]:
+    """The template expanded for `table` but for its column lists, once per table: the
+    statements over one table project many different columns, and each projection then
+    costs a copy and one walk instead of expanding the whole template again."""
+    return tuple(expand_table(t, table, key_hash) for t in template(name))

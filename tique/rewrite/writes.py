@@ -16,7 +16,7 @@ from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
-from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate
+from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate, holds_mark
 from tique.rewrite.templates import KeyHash, column, data_type, packed_key, quoted
 
 NEW = "tq_new"
@@ -445,8 +445,10 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
         rows = list(source.expressions)
         _defaults_filled(rows, table, listed, dialect, statement)
         written_keys = written_key_sources(table, listed, rows, dialect)
-        shift = row_width(rows)
-        if shift is not None:  # rows of one shape: rewrite the first, repeat it when compiling
+        # Rows of one shape: rewrite the first, repeat its marked text when compiling. Not
+        # when a row's text holds the mark character: marked text cannot carry that row.
+        shift = row_width(rows) if not any(holds_mark(r) for r in rows) else None
+        if shift is not None:
             repeat, rows = (len(rows), shift), rows[:1]
         typed = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in rows]
         derived: exp.Expression = exp.Values(expressions=typed, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
