@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
+from sqlglot import exp
 
 import tique
 from sqlhelp import rows, run
@@ -91,7 +92,9 @@ def test_statements_ending_in_a_marker_render_once(connect: Connect, monkeypatch
     plain = faithful.to_sql
 
     def to_sql(tree: Any, dialect: str) -> str:
-        slow.append(tree.sql())
+        # Statements only: MonetDB renders an insert's table and column list on their own.
+        if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
+            slow.append(tree.sql())
         return plain(tree, dialect)
 
     monkeypatch.setattr(faithful, "to_sql", to_sql)
