@@ -35,6 +35,10 @@ from tique.transaction import (BufferedWrite, CommitStatements, Transaction, com
 # as if that commit had returned before the snapshot included it.
 FAULTS = frozenset({"no-certify", "stale-snapshot", "early-visibility"})
 
+# The key of a read's variant that computes its READ COMMITTED snapshot in its own SQL
+# (Connection._read_at_statement_snapshot); no set of table names equals it.
+_AT_STATEMENT_SNAPSHOT = frozenset({"\x00statement snapshot"})
+
 _commit_statements: "weakref.WeakKeyDictionary[Backend, CommitStatements]" = weakref.WeakKeyDictionary()
 _commit_statements_lock = threading.Lock()
 
@@ -139,6 +143,7 @@ class Connection:
         self._catalog: dict[str, TableDef] = {}
         self._catalog_version: int | None = None
         self._reloaded = False  # the last _begin() reloaded the catalog
+        self._fold_snapshot = False  # the running read computes its READ COMMITTED snapshot itself
         self._misses: set[str] = set()  # names planning found to be no tique object
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
@@ -614,13 +619,17 @@ class Connection:
         if isinstance(plan, CreateAsPlan):
             return self._create_as(plan, sql, params), None, -1
         implicit = self._autocommit and self._txn is None
+        begun_now = self._txn is None
+        self._fold_snapshot = False
         txn = self._begin()
         if self._reloaded:  # planned against a catalog the transaction's begin found outdated
             plan = self._planned(sql, batch)
             if isinstance(plan, NativePlan):  # its tables are no tique tables any more
                 native = plan
                 return self._statement_transaction(txn, implicit, lambda: self._run(sql, native.statement.sql, native.statement.values(params, {})))
-        if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
+        if txn.level is IsolationLevel.READ_COMMITTED:
+            self._statement_snapshot(txn, plan, begun_now)
+        elif "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
         if self.priority and not implicit:
             if txn.statements is None:
@@ -632,6 +641,35 @@ class Connection:
                 txn.statements.append((sql, params))
         txn.used = True
         return self._statement_transaction(txn, implicit, lambda: self._read_or_write(plan, params, txn, sql))
+
+    def _statement_snapshot(self, txn: Transaction, plan: Plan, begun_now: bool) -> None:
+        """READ COMMITTED: the statement reads the newest snapshot. A transaction begun by
+        this statement has just taken it; a read carries it in its own SQL where the
+        backend can (PostgreSQL, _read_statement); other statements ask the oracle
+        (no round trip on DuckDB, whose oracle is in process). Never older than the
+        transaction's previous statement's snapshot. On DuckDB and MonetDB, once the
+        transaction has written, its statements run in the engine transaction holding its
+        writes, which sees no commit after that transaction began: they read the newest
+        snapshot as of its first write (the write rule, which certifies from the first
+        write's snapshot, still catches every concurrent write)."""
+        self._fold_snapshot = False
+        if begun_now:
+            return
+        if txn.engine_open and not self._backend.engine_reads_later_commits:
+            # The engine transaction holding our writes sees no outcome committed after it
+            # began, so a newer timestamp would show nothing more: no request for it.
+            return
+        if isinstance(plan, ReadPlan) and plan.source is not None and self._backend.statement_snapshot_expression() is not None:
+            # Read by the statement itself when it starts: as new as one fetched before it.
+            self._fold_snapshot = True
+            return
+        try:
+            fresh = self._backend.oracle.statement_snapshot(self._raw)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "BEGIN") from error
+        txn.read_sts = max(fresh, txn.statement_sts)
 
     def _statement_transaction(self, txn: Transaction, implicit: bool, run: Callable[[], tuple[Any, tuple | None, int]]) -> tuple[Any, tuple | None, int]:
         """Runs a statement of `txn`; an implicit (autocommit) transaction ends with it:
@@ -667,6 +705,8 @@ class Connection:
         """The read's statement, reading from storage directly the tables whose caches are
         known empty, and those it reads one key of that no transaction has versions of
         in the cache (a variant planned once per set of such tables)."""
+        if self._fold_snapshot:
+            return self._read_at_statement_snapshot(plan)
         state = self._backend.cache_state
         if state is None or plan.source is None:
             return plan.statement
@@ -684,6 +724,21 @@ class Connection:
             tree = replace_tables(tree, self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash,
                                   lateral=self._backend.lateral_point_reads)
             found = plan.variants[clean] = self._backend.compile(tree)
+        return found
+
+    def _read_at_statement_snapshot(self, plan: ReadPlan) -> Compiled:
+        """READ COMMITTED: the read with the oracle's newest snapshot computed in its own
+        SQL (never below the transaction's last one, still bound), planned once per read."""
+        assert plan.source is not None
+        found = plan.variants.get(_AT_STATEMENT_SNAPSHOT)
+        if found is None:
+            tree = replace_tables(plan.source.copy(), self._lookup_or_refresh, self.snapshot_formulation, self._backend.key_hash,
+                                  lateral=self._backend.lateral_point_reads)
+            newest = self._backend.statement_snapshot_expression()
+            assert newest is not None
+            for marker in [p for p in tree.find_all(exp.Placeholder) if p.this == "tq_sts"]:
+                marker.replace(exp.Greatest(this=exp.cast(marker.copy(), "BIGINT"), expressions=[newest.copy()]))
+            found = plan.variants[_AT_STATEMENT_SNAPSHOT] = self._backend.compile(tree)
         return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
@@ -704,6 +759,8 @@ class Connection:
             return -1
 
     def _write(self, plan: WritePlan, params: tuple, txn: Transaction, statement: str) -> tuple[Any, tuple | None, int]:
+        if txn.level is IsolationLevel.READ_COMMITTED and txn.write_sts is None:
+            txn.write_sts = txn.statement_sts  # the write rule's timestamp (tique/transaction.py)
         context = txn.write_context()
         if self.buffered_writes and not self._autocommit:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
@@ -970,7 +1027,7 @@ class Connection:
         """See ddl.committed_conflict: a conflict found here rolls back the schema change too."""
         mine = ddl.own_write_set(self._backend, [self._catalog[name] for name in txn.written])
         hashes = [int(h) for (h,) in self._backend.rows(self._raw, mine.sql, mine.values((), {"tq_txid": txn.txid, "tq_cts": 0}))]
-        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.sts, hashes):
+        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.certification_sts, hashes):
             self._abandon(txn)
             raise errors.SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write "
                                               "to the same key first (first committer wins); the transaction was rolled back, its schema change with it")

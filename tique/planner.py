@@ -440,7 +440,8 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, lookup: Lookup, f
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, lookup, formulation, backend.lateral_point_reads)
-    source = tree.copy() if backend.cache_state is not None else None
+    # Kept where reads have variants: DuckDB's storage reads, PostgreSQL's READ COMMITTED reads.
+    source = tree.copy() if backend.cache_state is not None or backend.statement_snapshot_expression() is not None else None
     return ReadPlan(backend.compile(replace_tables(tree, lookup, formulation, backend.key_hash, lateral=backend.lateral_point_reads)),
                     params, names, analytic, source)
 

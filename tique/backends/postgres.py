@@ -7,16 +7,18 @@ import contextlib
 from typing import Any, Iterator, Sequence
 
 import psycopg
+import sqlglot
 from sqlglot import exp
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef
-from tique.oracle.postgres import PostgresOracle
+from tique.oracle.postgres import STATEMENT_SNAPSHOT, PostgresOracle
 from tique.rewrite.templates import data_type, template_text
 from tique.session import Session, writes
 
 
 DDL_LOCK_TIMEOUT_MS = 5000
+_STATEMENT_SNAPSHOT = exp.Subquery(this=sqlglot.parse_one(STATEMENT_SNAPSHOT, read="postgres"))
 
 # PostgreSQL's names for the types the PEP 249 type objects (tique.NUMBER, ...) know by SQL name.
 _TYPE_NAMES = {
@@ -104,7 +106,9 @@ class PostgresBackend(Backend):
                 with conn.pipeline():
                     if raw.pending_begin:
                         raw.pending_begin = False
-                        conn.execute("BEGIN")
+                        # Spelled out, whatever the server's default: statements of the
+                        # engine transaction must see later commits (engine_reads_later_commits).
+                        conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                     for sql, params in statements:
                         cur = conn.cursor()
                         cur.execute(sql, list(params))
@@ -195,6 +199,14 @@ class PostgresBackend(Backend):
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Parameter(this=exp.Literal.number(n))
+
+    engine_reads_later_commits = True  # engine transactions run at PostgreSQL's READ COMMITTED (execute_all)
+
+    def statement_snapshot_expression(self) -> exp.Expression | None:
+        """The clock row, read under the statement's own engine snapshot (a statement alone,
+        or one of an engine transaction at READ COMMITTED: one snapshot per statement, taken
+        when it starts), so every occurrence in the statement reads the same, newest value."""
+        return _STATEMENT_SNAPSHOT
 
     def taken_commit_timestamp(self) -> exp.Expression | None:
         return exp.Anonymous(this="currval", expressions=[exp.Literal.string("tq_cts_seq")])
