@@ -201,3 +201,41 @@ def _server_url(system: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     if system == "tique-duckdb":
         return None
     return new_url(system.removeprefix("tique-"), tmp_path, request)
+
+
+def _trips(conn: tique.Connection, level: str) -> list[int]:
+    """Round trips of each statement of one transaction: a read, a write, a read, a write,
+    a write, then the commit."""
+    conn.isolation_level = level
+    cur = conn.cursor()
+    statements = [("SELECT n FROM c WHERE k = ?", (1,)), ("UPDATE c SET n = n + 1 WHERE k = ?", (1,)),
+                  ("SELECT sum(n) FROM c", ()), ("UPDATE c SET n = n + 1 WHERE k = ?", (2,)),
+                  ("UPDATE c SET n = n + 1 WHERE k = ?", (1,))]
+    trips = []
+    for sql, params in statements:
+        before = conn.counters.round_trips
+        cur.execute(sql, params)
+        if cur.description:
+            cur.fetchall()
+        trips.append(conn.counters.round_trips - before)
+    before = conn.counters.round_trips
+    conn.commit()
+    return trips + [conn.counters.round_trips - before]
+
+
+def test_what_a_fresh_snapshot_per_statement_costs(connect: Connect, engine: str) -> None:
+    """Round trips of READ COMMITTED against SNAPSHOT, statement by statement: DuckDB asks
+    its in-process oracle; PostgreSQL's reads and later writes read the newest snapshot in
+    their own SQL, and only the first write (after the transaction's first statement) asks
+    for it, certification needing its value; MonetDB asks its oracle once per statement
+    until the transaction writes (then the engine transaction fixes what it sees)."""
+    conn = connect()
+    _counter(conn, rows=2)
+    _trips(conn, "snapshot")  # plans every statement, and learns what each result looks like
+    _trips(conn, "read committed")
+    snapshot, committed = _trips(conn, "snapshot"), _trips(conn, "read committed")
+    extra = [rc - si for rc, si in zip(committed, snapshot)]
+    expected = {"duckdb": [0, 0, 0, 0, 0, 0], "postgres": [0, 1, 0, 0, 0, 0], "monetdb": [0, 1, 0, 0, 0, 0]}[engine]
+    assert extra == expected, (snapshot, committed)
+    assert _value(conn, 1) == 8 and _value(conn, 2) == 4
+    conn.commit()

@@ -644,8 +644,9 @@ class Connection:
 
     def _statement_snapshot(self, txn: Transaction, plan: Plan, begun_now: bool) -> None:
         """READ COMMITTED: the statement reads the newest snapshot. A transaction begun by
-        this statement has just taken it; a read carries it in its own SQL where the
-        backend can (PostgreSQL, _read_statement); other statements ask the oracle
+        this statement has just taken it; a read, and a write after the transaction's
+        first, carry it in their own SQL where the backend can (PostgreSQL); other
+        statements ask the oracle
         (no round trip on DuckDB, whose oracle is in process). Never older than the
         transaction's previous statement's snapshot. On DuckDB and MonetDB, once the
         transaction has written, its statements run in the engine transaction holding its
@@ -659,8 +660,10 @@ class Connection:
             # The engine transaction holding our writes sees no outcome committed after it
             # began, so a newer timestamp would show nothing more: no request for it.
             return
-        if isinstance(plan, ReadPlan) and plan.source is not None and self._backend.statement_snapshot_expression() is not None:
+        if self._backend.statement_snapshot_expression() is not None and (
+                (isinstance(plan, ReadPlan) and plan.source is not None) or (isinstance(plan, WritePlan) and txn.write_sts is not None)):
             # Read by the statement itself when it starts: as new as one fetched before it.
+            # Not by a transaction's first write, whose snapshot certification needs.
             self._fold_snapshot = True
             return
         try:
@@ -762,6 +765,8 @@ class Connection:
         if txn.level is IsolationLevel.READ_COMMITTED and txn.write_sts is None:
             txn.write_sts = txn.statement_sts  # the write rule's timestamp (tique/transaction.py)
         context = txn.write_context()
+        if self._fold_snapshot:
+            plan = self._write_at_statement_snapshot(plan)
         if self.buffered_writes and not self._autocommit:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
@@ -789,6 +794,15 @@ class Connection:
             raise self._backend.translate(error, statement) from error
         txn.written.add(plan.table.name)
         return None, None, count
+
+    def _write_at_statement_snapshot(self, plan: WritePlan) -> WritePlan:
+        """READ COMMITTED, after the transaction's first write: the write's statements with
+        the oracle's newest snapshot read by each when it starts (PostgreSQL). Each is at
+        or above the first write's snapshot, which certification counts from."""
+        fold = self._backend.at_statement_snapshot
+        inserts = tuple(fold(c) or c for c in plan.inserts)
+        validation = (fold(plan.validation) or plan.validation) if plan.validation is not None else None
+        return dataclasses.replace(plan, inserts=inserts, validation=validation, rows=None, batches={})
 
     def _check_new_keys(self, table: TableDef, keys: list[Key], statement: str) -> None:
         """Raises IntegrityError if `keys`, none of which has versions in the cache, repeat

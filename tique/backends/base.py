@@ -178,6 +178,11 @@ class Backend(ABC):
         occurrence in one statement must read the same value. None where it cannot."""
         return None
 
+    def at_statement_snapshot(self, compiled: Compiled) -> Compiled | None:
+        """`compiled` with its bound snapshot timestamp replaced by the larger of it and
+        statement_snapshot_expression, for READ COMMITTED writes; None where it cannot."""
+        return None
+
     def taken_commit_timestamp(self) -> exp.Expression | None:
         """SQL for the commit timestamp this session took last, where the oracle's take
         can travel in the same request as the write-set (Oracle.take_statement)."""
