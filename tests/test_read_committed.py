@@ -166,6 +166,45 @@ def test_no_lost_update_under_contention(connect: Connect) -> None:
     setup.commit()
 
 
+def test_overlapping_increments_at_most_one_commits(connect: Connect) -> None:
+    """Rounds in which every client has run its increment before any commits: each
+    increment read the counter before the others committed, so at most one per round may
+    commit (certification counts a concurrent committer whose outcome is still open as a
+    conflict, so all may abort), and the count grows by exactly the commits."""
+    clients, rounds = 3, 5
+    setup = connect()
+    _counter(setup)
+    conns = [connect(isolation_level="read committed") for _ in range(clients)]
+    updated = threading.Barrier(clients)
+    per_round = [[0] * clients for _ in range(rounds)]
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for r in range(rounds):
+                conns[i].cursor().execute("UPDATE c SET n = n + 1 WHERE k = 1")
+                updated.wait()  # every client's increment is written, none committed
+                try:
+                    conns[i].commit()
+                    per_round[r][i] = 1
+                except tique.SerializationFailure:
+                    pass
+                updated.wait()  # the round is over before the next begins
+        except BaseException as error:  # reported by the test thread; frees the others
+            errors.append(error)
+            updated.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert all(sum(commits) <= 1 for commits in per_round), per_round
+    assert _value(setup) == sum(map(sum, per_round))
+    setup.commit()
+
+
 @pytest.mark.parametrize(("system", "txns"), [("tique-duckdb", 300), ("tique-postgres", 200), ("tique-monetdb", 150)])
 def test_elle_run_is_valid_under_read_committed(system: str, txns: int, tmp_path: Path, request: pytest.FixtureRequest,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
