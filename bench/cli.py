@@ -139,19 +139,28 @@ def _bench_packed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _isolation_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--isolation", choices=("read-committed", "snapshot", "serializable"),
+                        help="tique's isolation level for the measured transactions (default: snapshot; "
+                             "native systems run at their engine's own)")
+
+
 def _bench_keys(args: argparse.Namespace) -> int:
-    from bench.keys import native_monetdb, report, tique_system
+    from bench.keys import native_monetdb, report, save, tique_system
 
     rows = []
+    level = {"isolation_level": args.isolation} if args.isolation else {}
     for clients in args.clients:
         if args.monetdb:
             rows.append(native_monetdb(args.monetdb, clients, args.seconds))
             rows.append(tique_system(args.monetdb, clients, args.seconds, "tique-monetdb", commit_timeout=args.commit_timeout,
-                                     checkpoint_interval_ms=args.checkpoint_ms))
+                                     checkpoint_interval_ms=args.checkpoint_ms, **level))
         if args.duckdb:
             rows.append(tique_system(args.duckdb, clients, args.seconds, "tique-duckdb", commit_timeout=args.commit_timeout,
-                                     checkpoint_interval_ms=args.checkpoint_ms))
+                                     checkpoint_interval_ms=args.checkpoint_ms, **level))
         print(report(rows), flush=True)
+    if args.out:
+        save(rows, args.out, vars(args))
     return 0
 
 
@@ -161,7 +170,8 @@ def _bench_tpcc(args: argparse.Namespace) -> int:
 
     result = benchmark(args.system, warehouses=args.warehouses, clients=args.clients, duration=args.duration,
                        warmup=args.warmup, contention=args.contention, url=args.url, out=args.out,
-                       scale=TINY if args.tiny else FULL, checkpoint_ms=args.checkpoint_ms or None, seed=args.seed)
+                       scale=TINY if args.tiny else FULL, checkpoint_ms=args.checkpoint_ms or None, seed=args.seed,
+                       isolation=args.isolation)
     healthy = (result.consistency or {}).get("all_hold", False) and not result.metrics["errors"]
     return 0 if healthy else 1
 
@@ -251,6 +261,8 @@ def register(sub: Any) -> None:
     keys.add_argument("--seconds", type=float, default=10.0)
     keys.add_argument("--commit-timeout", type=float, default=10.0)
     keys.add_argument("--checkpoint-ms", type=int, default=200, help="background checkpointer interval for tique runs")
+    keys.add_argument("--out", metavar="RESULT.json", help="write the results as JSON")
+    _isolation_argument(keys)
     keys.set_defaults(func=_bench_keys)
     _SYSTEMS = SYSTEMS
 
@@ -263,6 +275,7 @@ def register(sub: Any) -> None:
     tpcc.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     tpcc.add_argument("--checkpoint-ms", type=int, default=1000, help="tique systems: background checkpointer interval (0: none)")
     tpcc.add_argument("--seed", type=int, default=42)
+    _isolation_argument(tpcc)
     tpcc.add_argument("--tiny", action="store_true", help="reduced cardinalities for smoke tests (not a TPC-C result)")
     tpcc.set_defaults(func=_bench_tpcc)
     chb = bench_sub.add_parser("chbench", help="CH-benCHmark: the 22 analytical queries over TPC-C data, after an OLTP run")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import tique
+from tique.isolation import parse_level
 from bench.runner import Client, LoadResult, run_clients
 
 ROWS = 10_000
@@ -28,6 +29,7 @@ class KeysResult(LoadResult):
     system: str = ""
     clients: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per committed transaction
+    isolation: str = "engine's own (snapshot isolation)"  # the level the transactions ran at
 
 
 def _transaction(execute: Callable[[str, tuple], Any]) -> Callable[[random.Random], None]:
@@ -83,13 +85,14 @@ def native_monetdb(url: str, clients: int, seconds: float) -> KeysResult:
 
 _PHASES = [
     ("begin", re.compile(r"tq_oracle\(")),
+    ("statement snapshot", re.compile(r"^SELECT c\.snapshot FROM tq_clock")),
     ("certification", re.compile(r"FROM tq_write_sets AS mine", re.I)),
     ("write-set", re.compile(r"^INSERT INTO \"?tq_write_sets", re.I)),
     ("commit marker", re.compile(r"^INSERT INTO \"?tq_outcome", re.I)),
     ("writes", re.compile(r"^INSERT INTO \"?\w+_cache", re.I)),
     ("reads", re.compile(r"^SELECT", re.I)),
 ]
-_ORACLE_OPS = {3: "begin", 5: "commit timestamp", 6: "snapshot advance", 13: "commit marker", 4: "begin"}
+_ORACLE_OPS = {3: "begin", 5: "commit timestamp", 6: "snapshot advance", 13: "commit marker", 4: "begin", 9: "statement snapshot"}
 
 
 def _phase_of(sql: str, params: Any) -> str:
@@ -161,6 +164,7 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
 
     try:
         result = _drive(system, clients, seconds, open_client)
+        result.isolation = setup.isolation_level.value if "isolation_level" not in options else parse_level(options["isolation_level"]).value
     finally:
         del backend.execute
         from tique.checkpoint import stop_background_checkpointer
@@ -172,9 +176,10 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
 
 
 def report(rows: list[KeysResult]) -> str:
-    lines = [f"{'system':<16}{'clients':>8}{'commits/s':>11}{'abort rate':>12}{'p50 ms':>9}{'p99 ms':>9}"]
+    lines = [f"{'system':<16}{'isolation':<16}{'clients':>8}{'commits/s':>11}{'abort rate':>12}{'p50 ms':>9}{'p99 ms':>9}"]
     for r in rows:
-        lines.append(f"{r.system:<16}{r.clients:>8}{r.throughput:>11.1f}{r.abort_rate:>12.1%}"
+        level = r.isolation if r.system.startswith("tique") else "engine's own"
+        lines.append(f"{r.system:<16}{level:<16}{r.clients:>8}{r.throughput:>11.1f}{r.abort_rate:>12.1%}"
                      f"{r.percentile(0.5) * 1000:>9.1f}{r.percentile(0.99) * 1000:>9.1f}")
     by_clients: dict[int, dict[str, KeysResult]] = defaultdict(dict)
     for r in rows:
@@ -191,3 +196,17 @@ def report(rows: list[KeysResult]) -> str:
             parts = ", ".join(f"{k} {v * 1000:.2f}" for k, v in r.phases.items())
             lines.append(f"{r.system} @ {r.clients} clients, client statement time per committed transaction, ms: {parts} (sum {total * 1000:.1f})")
     return "\n".join(lines)
+
+
+def save(rows: list[KeysResult], path: str, parameters: dict[str, Any]) -> None:
+    """The rows as one result document (bench/results.py), each with the level it ran at."""
+    from bench.results import Result, write
+
+    shown = {k: v for k, v in parameters.items() if k != "func"}
+    result = Result("keys", ", ".join(dict.fromkeys(r.system for r in rows)), "", shown)
+    result.metrics = {"runs": [{"system": r.system, "isolation": r.isolation, "clients": r.clients, "commits": r.commits,
+                                "aborts": r.aborts, "seconds": r.seconds, "commits_per_s": r.throughput,
+                                "abort_rate": r.abort_rate, "p50_ms": r.percentile(0.5) * 1000,
+                                "p99_ms": r.percentile(0.99) * 1000, "phases_ms": {k: v * 1000 for k, v in r.phases.items()}}
+                               for r in rows]}
+    write(result, path)

@@ -106,7 +106,8 @@ def _jsonable(x: Any) -> Any:
 def check(ops: list[Op], model: str, *, max_examples: int = MAX_EXAMPLES) -> CheckResult:
     """Check a history (client ops in history order) against a consistency model:
     read-committed, snapshot-isolation, strong-session-snapshot-isolation,
-    strong-snapshot-isolation, serializable or strict-serializable."""
+    strong-snapshot-isolation, serializable, strong-session-serializable or
+    strict-serializable."""
     started = time.perf_counter()
     m = lookup_model(model)
     txns = pair_transactions(ops)

@@ -113,7 +113,7 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float]:
 
 def _elle_run(args: argparse.Namespace) -> int:
     from drivers import open_system
-    from elle.runner import RunConfig, run, summary
+    from elle.runner import ISOLATION_MODELS, RunConfig, run, summary
     from elle.workload import WorkloadConfig
 
     workload = WorkloadConfig(key_count=args.keys, min_txn_length=args.min_txn_length, max_txn_length=args.max_txn_length,
@@ -121,7 +121,7 @@ def _elle_run(args: argparse.Namespace) -> int:
     config = RunConfig(txns=args.txns, clients=args.clients, faults=tuple(dict.fromkeys(args.fault or ())), workload=workload,
                        time_limit=args.time_limit, checkpoint_ms=args.checkpoint_ms, kill_interval=args.kill_interval,
                        restart_interval=args.restart_interval, max_restarts=args.max_restarts,
-                       commit_timeout=args.commit_timeout, seed=args.seed)
+                       commit_timeout=args.commit_timeout, seed=args.seed, isolation=args.isolation)
     if "restart" in config.faults:
         # Refused connections while the server restarts are expected and retried; pymonetdb
         # would log each one as an error.
@@ -135,8 +135,9 @@ def _elle_run(args: argparse.Namespace) -> int:
         system.close()
     print(summary(result), flush=True)
     healthy = result.final.ok and not result.notes
-    if args.check:
-        healthy = check_command(str(result.history), args.check, None) == 0 and healthy
+    # Checked against the model of the level the run asked for, unless told otherwise.
+    model = args.check or ISOLATION_MODELS[args.isolation or "snapshot"]
+    healthy = check_command(str(result.history), model, None) == 0 and healthy
     return 0 if healthy else 1
 
 
@@ -174,7 +175,10 @@ def register(sub: Any) -> None:
     er.add_argument("--restart-interval", type=float, default=3.0, help="restart fault: mean seconds between restarts")
     er.add_argument("--max-restarts", type=int, default=3)
     er.add_argument("--commit-timeout", type=float, help="tique commit_timeout (default: tique's; 2s with kill/restart)")
-    er.add_argument("--check", metavar="MODEL", help="then check the history, e.g. strong-session-snapshot-isolation")
+    er.add_argument("--isolation", choices=("read-committed", "snapshot", "serializable"),
+                    help="tique's isolation level for the clients' transactions (default: snapshot)")
+    er.add_argument("--check", metavar="MODEL", help="the model to check the history against (default: the level's: "
+                                                     "read-committed, strong-session-snapshot-isolation, serializable)")
     er.add_argument("--no-progress", action="store_true")
     er.set_defaults(func=_elle_run)
     ec = elle_sub.add_parser("check", help="check an EDN list-append history against a consistency model")

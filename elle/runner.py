@@ -35,6 +35,13 @@ from elle.workload import ListAppendGenerator, WorkloadConfig
 NEGATIVE_CONTROLS = ("stale-snapshot", "no-certify", "early-visibility", "no-read-certify")
 SURVIVABLE = ("checkpoint", "kill", "restart")
 FAULTS = NEGATIVE_CONTROLS + SURVIVABLE
+# The isolation levels a run can ask tique for, and the Elle model each is checked
+# against by default: what tique promises at that level (tique/isolation.py).
+ISOLATION_MODELS = {
+    "read-committed": "read-committed",
+    "snapshot": "strong-session-snapshot-isolation",
+    "serializable": "serializable",
+}
 
 
 
@@ -53,11 +60,16 @@ class RunConfig:
     # default, or 2 s with the kill and restart faults, which leave such timestamps behind)
     commit_timeout: float | None = None
     seed: int = 0  # fault timing
+    # tique's isolation level for every client transaction (a key of ISOLATION_MODELS);
+    # None: the connection's default, SNAPSHOT.
+    isolation: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault(s) {', '.join(sorted(unknown))}; choose from {', '.join(FAULTS)}")
+        if self.isolation is not None and self.isolation not in ISOLATION_MODELS:
+            raise ValueError(f"unknown isolation {self.isolation!r}; choose from {', '.join(ISOLATION_MODELS)}")
         if self.txns < 0 or self.clients < 1:
             raise ValueError(f"need txns >= 0 and clients >= 1, not {self.txns} and {self.clients}")
 
@@ -148,8 +160,14 @@ def run(system: Any, config: RunConfig, out: str | Path, *, restart: Callable[[]
     the history to `out`. `restart` crash-restarts the server (default: the engine's own)."""
     faults = tuple(config.faults)
     check_faults(system, faults, restart)
+    if config.isolation not in (None, "snapshot") and not system.through_tique:
+        raise ValueError(f"--isolation {config.isolation}: {system.name} runs at its engine's own level; "
+                         "isolation levels are chosen for tique systems")
     options: dict[str, Any] = {}
     if system.through_tique:
+        if config.isolation is not None:
+            options["isolation_level"] = config.isolation
+            system.connect(**options).close()  # a level tique refuses fails here, before the run
         timeout = config.commit_timeout
         if timeout is None and ("kill" in faults or "restart" in faults):
             timeout = 2.0

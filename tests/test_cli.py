@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -80,6 +81,18 @@ def test_bench_keys_prints_throughput_and_phases(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out
     assert "tique-duckdb" in out and "commits/s" in out
     assert "per committed transaction" in out and "certification" in out
+
+
+def test_bench_keys_runs_at_a_chosen_level_and_records_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"duckdb:///{tmp_path}/keys.db"
+    out = tmp_path / "keys.json"
+    assert main(["bench", "keys", "--duckdb", url, "--clients", "1", "--seconds", "1", "--isolation", "read-committed",
+                 "--out", str(out)]) == 0
+    assert "READ COMMITTED" in capsys.readouterr().out
+    written = json.loads(out.read_text())
+    assert written["benchmark"] == "keys" and written["parameters"]["isolation"] == "read-committed"
+    (run,) = written["metrics"]["runs"]
+    assert run["system"] == "tique-duckdb" and run["isolation"] == "READ COMMITTED" and run["commits"] > 0
 
 
 def _subcommand_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -182,3 +182,22 @@ def test_cli_runs_tpcc_and_writes_a_result(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["metrics"]["load"]["reused"] is True
     native = ["bench", "tpcc", "--system", "native-duckdb", "--url", url, "--tiny", "--duration", "1", "--warmup", "0"]
     assert main(native) == 1  # a tique load is not run natively behind tique's back
+
+
+def test_cli_records_the_isolation_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One client: nothing conflicts, so READ COMMITTED keeps TPC-C consistent (with more
+    clients New-Order's read of d_next_o_id before its update may go stale, as natively)."""
+    from tique.cli import main
+
+    url = f"duckdb:///{tmp_path}/rc.db"
+    out = tmp_path / "tpcc.json"
+    argv = ["bench", "tpcc", "--system", "tique-duckdb", "--url", url, "--tiny", "--clients", "1",
+            "--duration", "1", "--warmup", "0", "--out", str(out), "--isolation", "read-committed"]
+    assert main(argv) == 0
+    written = json.loads(out.read_text())
+    assert written["parameters"]["isolation"] == "READ COMMITTED" and written["consistency"]["all_hold"] is True
+    assert main(argv[:-1] + ["snapshot"]) == 0
+    assert json.loads(out.read_text())["parameters"]["isolation"] == "SNAPSHOT"
+    native = ["bench", "tpcc", "--system", "native-duckdb", "--tiny", "--duration", "1", "--warmup", "0", "--isolation", "read-committed"]
+    assert main(native) == 1
+    assert "runs at its engine's own level" in capsys.readouterr().err

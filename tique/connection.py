@@ -37,6 +37,10 @@ from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, Rea
 # (write skew, as at SNAPSHOT).
 FAULTS = frozenset({"no-certify", "stale-snapshot", "early-visibility", "no-read-certify"})
 
+# The key of a read's variant that computes its READ COMMITTED snapshot in its own SQL
+# (Connection._read_at_statement_snapshot); no set of table names equals it.
+_AT_STATEMENT_SNAPSHOT = frozenset({"\x00statement snapshot"})
+
 _commit_statements: "weakref.WeakKeyDictionary[Backend, CommitStatements]" = weakref.WeakKeyDictionary()
 _commit_statements_lock = threading.Lock()
 
@@ -143,6 +147,7 @@ class Connection:
         self._catalog_version: int | None = None
         self._reloaded = False  # the last _begin() reloaded the catalog
         self._snapshot = CatalogSnapshot.of({})  # what planning reads: see _refresh_catalog_key
+        self._fold_snapshot = False  # the running read computes its READ COMMITTED snapshot itself
         self.closed = False
         self._finalizer = weakref.finalize(self, _release, self._backend, self._raw, self._txn_holder)
         try:
@@ -646,13 +651,17 @@ class Connection:
         if isinstance(plan, CreateAsPlan):
             return self._create_as(plan, sql, params), None, -1
         implicit = self._autocommit and self._txn is None
+        begun_now = self._txn is None
+        self._fold_snapshot = False
         txn = self._begin()
         if self._reloaded:  # planned against a catalog the transaction's begin found outdated
             plan = self._planned(sql, batch)
             if isinstance(plan, NativePlan):  # its tables are no tique tables any more
                 native = plan
                 return self._statement_transaction(txn, implicit, lambda: self._run(sql, native.statement.sql, native.statement.values(params, {})))
-        if "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
+        if txn.level is IsolationLevel.READ_COMMITTED:
+            self._statement_snapshot(txn, plan, begun_now)
+        elif "stale-snapshot" in self.faults:  # debug fault: read the latest data, not the snapshot
             txn.read_sts = self._latest_snapshot()
         if self.priority and not implicit:
             if txn.statements is None:
@@ -664,6 +673,38 @@ class Connection:
                 txn.statements.append((sql, params))
         txn.used = True
         return self._statement_transaction(txn, implicit, lambda: self._read_or_write(plan, params, txn, sql))
+
+    def _statement_snapshot(self, txn: Transaction, plan: Plan, begun_now: bool) -> None:
+        """READ COMMITTED: the statement reads the newest snapshot. A transaction begun by
+        this statement has just taken it; a read, and a write after the transaction's
+        first, carry it in their own SQL where the backend can (PostgreSQL); other
+        statements ask the oracle
+        (no round trip on DuckDB, whose oracle is in process). Never older than the
+        transaction's previous statement's snapshot. On DuckDB and MonetDB, once the
+        transaction has written, its statements run in the engine transaction holding its
+        writes, which sees no commit after that transaction began: they read the newest
+        snapshot as of its first write (the write rule, which certifies from the first
+        write's snapshot, still catches every concurrent write)."""
+        self._fold_snapshot = False
+        if begun_now:
+            return
+        if txn.engine_open and not self._backend.engine_reads_later_commits:
+            # The engine transaction holding our writes sees no outcome committed after it
+            # began, so a newer timestamp would show nothing more: no request for it.
+            return
+        if self._backend.statement_snapshot_expression() is not None and (
+                (isinstance(plan, ReadPlan) and plan.source is not None) or (isinstance(plan, WritePlan) and txn.write_sts is not None)):
+            # Read by the statement itself when it starts: as new as one fetched before it.
+            # Not by a transaction's first write, whose snapshot certification needs.
+            self._fold_snapshot = True
+            return
+        try:
+            fresh = self._backend.oracle.statement_snapshot(self._raw)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "BEGIN") from error
+        txn.read_sts = max(fresh, txn.statement_sts)
 
     def _statement_transaction(self, txn: Transaction, implicit: bool, run: Callable[[], tuple[Any, tuple | None, int]]) -> tuple[Any, tuple | None, int]:
         """Runs a statement of `txn`; an implicit (autocommit) transaction ends with it:
@@ -713,6 +754,8 @@ class Connection:
         """The read's statement, reading from storage directly the tables whose caches are
         known empty, and those it reads one key of that no transaction has versions of
         in the cache (a variant planned once per set of such tables)."""
+        if self._fold_snapshot:
+            return self._read_at_statement_snapshot(plan, sql)
         state = self._backend.cache_state
         if state is None or plan.source is None:
             return plan.statement
@@ -729,6 +772,22 @@ class Connection:
             context = passes.PassContext(self._snapshot, self._backend.dialect, self.snapshot_formulation, self._backend.key_hash,
                                          sql, lateral=self._backend.lateral_point_reads, clean=clean)
             found = plan.variants[clean] = self._backend.compile(passes.run(passes.STORAGE_READ, plan.source.copy(), context), owned=True)
+        return found
+
+    def _read_at_statement_snapshot(self, plan: ReadPlan, sql: str) -> Compiled:
+        """READ COMMITTED: the read with the oracle's newest snapshot computed in its own
+        SQL (never below the transaction's last one, still bound), planned once per read."""
+        assert plan.source is not None
+        found = plan.variants.get(_AT_STATEMENT_SNAPSHOT)
+        if found is None:
+            context = passes.PassContext(self._snapshot, self._backend.dialect, self.snapshot_formulation, self._backend.key_hash,
+                                         sql, lateral=self._backend.lateral_point_reads)
+            tree = passes.run(passes.READ, plan.source.copy(), context)
+            newest = self._backend.statement_snapshot_expression()
+            assert newest is not None
+            for marker in [p for p in tree.find_all(exp.Placeholder) if p.this == "tq_sts"]:
+                marker.replace(exp.Greatest(this=exp.cast(marker.copy(), "BIGINT"), expressions=[newest.copy()]))
+            found = plan.variants[_AT_STATEMENT_SNAPSHOT] = self._backend.compile(tree, owned=True)
         return found
 
     def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
@@ -749,7 +808,11 @@ class Connection:
             return -1
 
     def _write(self, plan: WritePlan, params: tuple, txn: Transaction, statement: str) -> tuple[Any, tuple | None, int]:
+        if txn.level is IsolationLevel.READ_COMMITTED and txn.write_sts is None:
+            txn.write_sts = txn.statement_sts  # the write rule's timestamp (tique/transaction.py)
         context = txn.write_context()
+        if self._fold_snapshot:
+            plan = self._write_at_statement_snapshot(plan)
         if self.buffered_writes and not self._autocommit:
             txn.buffered.append(BufferedWrite(plan, params, context, statement))
             return None, None, -1
@@ -777,6 +840,15 @@ class Connection:
             raise self._backend.translate(error, statement) from error
         txn.written.add(plan.table.name)
         return None, None, count
+
+    def _write_at_statement_snapshot(self, plan: WritePlan) -> WritePlan:
+        """READ COMMITTED, after the transaction's first write: the write's statements with
+        the oracle's newest snapshot read by each when it starts (PostgreSQL). Each is at
+        or above the first write's snapshot, which certification counts from."""
+        fold = self._backend.at_statement_snapshot
+        inserts = tuple(fold(c) or c for c in plan.inserts)
+        validation = (fold(plan.validation) or plan.validation) if plan.validation is not None else None
+        return dataclasses.replace(plan, inserts=inserts, validation=validation, rows=None, batches={})
 
     def _check_new_keys(self, table: TableDef, keys: list[Key], statement: str) -> None:
         """Raises IntegrityError if `keys`, none of which has versions in the cache, repeat
@@ -1017,7 +1089,7 @@ class Connection:
         """See ddl.committed_conflict: a conflict found here rolls back the schema change too."""
         mine = ddl.own_write_set(self._backend, [self._catalog[name] for name in txn.written])
         hashes = [int(h) for (h,) in self._backend.rows(self._raw, mine.sql, mine.values((), {"tq_txid": txn.txid, "tq_cts": 0}))]
-        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.sts, hashes):
+        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.certification_sts, hashes):
             self._abandon(txn)
             raise errors.SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write "
                                               "to the same key first (first committer wins); the transaction was rolled back, its schema change with it")

@@ -7,11 +7,12 @@ A level is chosen per transaction, in three ways, the first that applies winning
 tique's own: they are recognised here, before any engine sees them, so they work on every
 engine, DuckDB included, whose grammar lacks some of them.
 
-What runs today: SNAPSHOT (= REPEATABLE READ, the default). READ COMMITTED (and READ
-UNCOMMITTED, as PostgreSQL reads it) runs at SNAPSHOT, which SQL allows (a transaction
-may run at a stronger level than it asked for) and which forbids everything READ
-COMMITTED forbids. SERIALIZABLE is write-snapshot isolation: SNAPSHOT plus read-sets
-certified at commit, in commit-timestamp order (tique/read_sets.py, tique/transaction.py).
+What runs today: SNAPSHOT (= REPEATABLE READ, the default), and READ COMMITTED (READ
+UNCOMMITTED too, as PostgreSQL reads it): each statement reads the newest committed
+snapshot, and writes certify first-committer-wins from the first write statement's
+snapshot (the rule and its invariant: tique/transaction.py). SERIALIZABLE is write-snapshot
+isolation: SNAPSHOT plus read-sets certified at commit, in commit-timestamp order
+(tique/read_sets.py, tique/transaction.py).
 """
 from __future__ import annotations
 

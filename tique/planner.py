@@ -416,7 +416,8 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
-    source = tree.copy() if backend.cache_state is not None else None
+    # Kept where reads have variants: DuckDB's storage reads, PostgreSQL's READ COMMITTED reads.
+    source = tree.copy() if backend.cache_state is not None or backend.statement_snapshot_expression() is not None else None
     reads = query_shape(tree, context.catalog, backend.dialect)
     return ReadPlan(backend.compile(passes.run(passes.READ, tree, context), owned=True), params, names, analytic, source, reads=reads)
 

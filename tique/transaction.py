@@ -34,6 +34,26 @@ write-set. Versions in the cache are invisible to every other transaction until 
 transaction's outcome row says it committed, so committing them (step 2) before the
 marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
 
+READ COMMITTED (Transaction.level): each statement reads the newest snapshot, taken
+from the oracle when the statement starts (the begin's own for the first statement),
+never older than the one before it; the transaction's own writes rank above every
+committed version, so it reads them whatever the snapshot. Versions still become
+visible only through their committed outcome row, so no statement ever reads an
+uncommitted or aborted write (no G1a/G1b), and a transaction reads only transactions
+that committed (took their commit timestamp) before its statement began.
+Write rule: first committer wins per key against every transaction that committed
+after the snapshot of the transaction's first write statement (`write_sts`, the
+certification timestamp instead of sts; conservative: a later write statement reads
+a newer snapshot, and commits between the two also abort it). Every write statement
+reads at or above write_sts, so a concurrent write it did not read had a commit
+timestamp above write_sts and is caught, at most one of two overlapping writers of a
+key commits, and neither overwrites the other blindly: no lost update within a
+statement (UPDATE t SET n = n + 1). Dependencies then follow commit order: a ww edge
+goes to the later commit timestamp (versions rank by it), a wr edge from a commit at or
+below a statement's snapshot, taken before the reader's commit timestamp; so no G0 or
+G1c cycle. A value read in one statement and written back in another is not
+protected, as in any READ COMMITTED (write it in one statement, or use REPEATABLE READ).
+
 SERIALIZABLE (write-snapshot isolation, Yabandeh and Ferro, EuroSys 2012; what a
 transaction reads is recorded as in tique/read_sets.py). A writer at this level also
 logs its read-set in step 2, and between steps 2 and 3 it waits until every commit
@@ -124,9 +144,18 @@ class Transaction:
     # a transaction with some commits like a writer, even if it wrote nothing.
     shared_set: ReadSet | None = None
 
+    # READ COMMITTED: the snapshot of the first write statement, which certification
+    # compares against instead of sts (see the module's invariant).
+    write_sts: int | None = None
+
     @property
     def statement_sts(self) -> int:
         return self.sts if self.read_sts is None else self.read_sts
+
+    @property
+    def certification_sts(self) -> int:
+        """Writers that committed above this timestamp conflict with ours."""
+        return self.sts if self.write_sts is None else self.write_sts
 
     def context(self) -> dict[str, int]:
         return {"tq_txid": self.txid, "tq_sts": self.statement_sts, "tq_seq_limit": self.next_seq}
@@ -330,7 +359,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             and pause is None and tables):
         return _commit_in_requests(backend, raw, txn, tables, sql, timeout)
     oracle = backend.oracle
-    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts}
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts}
     cts: int | None = txn.reserved_cts
     take = oracle.take_statement(txn.txid) if cts is None and pause is None else None
     try:
@@ -456,7 +485,7 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     The server runs a request's statements in order and stops at the first that fails,
     so step 2's COMMIT precedes its certification read as the invariant requires."""
     oracle = backend.oracle
-    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.sts, "tq_cts": 0}
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts, "tq_cts": 0}
     cts: int | None = None
     try:
         hashes_query = sql.write_set_hashes(tables)
@@ -601,7 +630,7 @@ def reserve(backend: Backend, raw: Any, failed: Transaction, sql: CommitStatemen
         raise
     if fresh is not None:
         sts = max(sts, min(fresh, cts - 1))
-    return Transaction(txid, sts, statements=[], reserved_cts=cts)
+    return Transaction(txid, sts, statements=[], reserved_cts=cts, level=failed.level)
 
 
 def release(backend: Backend, raw: Any, txid: int, cts: int, timeout: float) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from bench.results import Result, finish, table
 from tique.errors import redact
+from tique.isolation import IsolationLevel, parse_level
 from bench.tpcc.consistency import check, verdict
 from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
 from bench.tpcc.rand import Constants
@@ -141,11 +142,13 @@ class TpccRun:
 
 
 def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: float = 5.0,
-        contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX) -> TpccRun:
+        contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX, isolation: str | None = None) -> TpccRun:
     """Runs the standard mix on `system` (loaded as `loaded` says) and returns what the
-    transactions that finished inside the measured window did."""
+    transactions that finished inside the measured window did. `isolation`: tique's level
+    for the clients' transactions (None: tique's default, SNAPSHOT)."""
     if clients < 1 or duration <= 0 or warmup < 0:
         raise ValueError("need clients >= 1, duration > 0 and warmup >= 0")
+    options = isolation_options(system, isolation)
     if contention is not None and not 1 <= contention <= loaded.warehouses:
         raise ValueError(f"--contention must be between 1 and the {loaded.warehouses} warehouses")
     constants = Constants.for_run(loaded.c_last_load, random.Random(seed))
@@ -160,7 +163,7 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
         errors: list[str] = []
         conn = None
         try:
-            conn = system.connect()
+            conn = system.connect(**options)
         except Exception as error:  # noqa: BLE001 - reported with the results
             errors.append(f"connect: {type(error).__name__}: {error}"[:500])
         execute = executor(conn) if conn is not None else None
@@ -239,13 +242,15 @@ def _quietly(action: Any) -> None:
 def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration: float = 30.0, warmup: float = 5.0,
               contention: int | None = None, url: str | None = None, out: str | None = None, scale: Scale = FULL,
               checkpoint_ms: int | None = 1000, seed: int = 42, system: Any = None, console: Any = None,
-              progress: bool = True, mix: Sequence[int] = MIX) -> Result:
+              progress: bool = True, mix: Sequence[int] = MIX, isolation: str | None = None) -> Result:
     """Loads (or reuses the load at `url`), runs, checks consistency, writes `out` and
     prints a table. `system` may be an open system (the caller closes it); otherwise one
     is opened on `url`, or on a fresh database that is removed afterwards."""
     from rich.console import Console
 
     console = console or Console()
+    if isolation is not None and not (system.through_tique if system is not None else system_name.startswith("tique-")):
+        _native_level(system_name, isolation)  # refused before anything is loaded
     with system_for(system_name, system, url, checkpoint_ms) as system:
         loaded, report = load(system, warehouses, scale, progress=progress, console=console)
         if report.reused:
@@ -257,8 +262,8 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
             "contention": contention, "scale": asdict(loaded.scale), "full_scale": loaded.scale == FULL,
             "url": _redacted(url), "seed": seed, "think_time": 0, "clients_are": "threads", "aborts_retried": False,
             "tique_options": dict(system.tique_options) if system.through_tique else None,
-            "mix": dict(zip(KINDS, mix))})
-        tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix)
+            "mix": dict(zip(KINDS, mix)), "isolation": isolation_name(system, isolation)})
+        tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation)
         metrics = tpcc.metrics()
         metrics["load"] = {"reused": report.reused, "rows": report.rows, "seconds": report.seconds,
                            "rows_per_s": report.rows_per_second,
@@ -266,6 +271,29 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
         result.metrics = metrics
         result.consistency = verdict(check(system))
         return finish(result, out, show, console)
+
+
+def isolation_options(system: Any, isolation: str | None) -> dict[str, Any]:
+    """The connect options of a client at `isolation`; native systems run at their engine's
+    own level, so they refuse any other."""
+    if isolation is None:
+        return {}
+    if not system.through_tique:
+        _native_level(system.name, isolation)
+        return {}
+    return {"isolation_level": isolation}
+
+
+def _native_level(name: str, isolation: str) -> None:
+    if parse_level(isolation) is not IsolationLevel.SNAPSHOT:
+        raise ValueError(f"--isolation {isolation}: {name} runs at its engine's own level; levels are chosen for tique systems")
+
+
+def isolation_name(system: Any, isolation: str | None) -> str:
+    """The level the clients ran at, as recorded in the result."""
+    if not system.through_tique:
+        return "engine's own (snapshot isolation)"
+    return parse_level(isolation or IsolationLevel.SNAPSHOT).value
 
 
 def _redacted(url: str | None) -> str | None:

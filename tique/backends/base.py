@@ -168,6 +168,22 @@ class Backend(ABC):
     def begin_engine(self, raw: Any) -> None:
         """Opens an engine transaction on `raw`: its statements stop committing on their own."""
 
+    # Whether a statement inside an open engine transaction sees engine commits made after
+    # that transaction began (PostgreSQL's READ COMMITTED); DuckDB's and MonetDB's engine
+    # transactions are snapshot isolated, so what they see of tq_outcome is fixed at begin.
+    engine_reads_later_commits: bool = False
+
+    def statement_snapshot_expression(self) -> exp.Expression | None:
+        """SQL for the oracle's newest snapshot that a READ COMMITTED read can carry in
+        place of a bound snapshot timestamp, saving the request that would fetch it; every
+        occurrence in one statement must read the same value. None where it cannot."""
+        return None
+
+    def at_statement_snapshot(self, compiled: Compiled) -> Compiled | None:
+        """`compiled` with its bound snapshot timestamp replaced by the larger of it and
+        statement_snapshot_expression, for READ COMMITTED writes; None where it cannot."""
+        return None
+
     def taken_commit_timestamp(self) -> exp.Expression | None:
         """SQL for the commit timestamp this session took last, where the oracle's take
         can travel in the same request as the write-set (Oracle.take_statement)."""

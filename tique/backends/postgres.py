@@ -4,19 +4,25 @@ from __future__ import annotations
 import re
 
 import contextlib
+import dataclasses
 from typing import Any, Iterator, Sequence
 
 import psycopg
+import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokens import TokenType
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef
-from tique.oracle.postgres import PostgresOracle
+from tique.oracle.postgres import STATEMENT_SNAPSHOT, PostgresOracle
+from tique.rewrite.params import Compiled
 from tique.rewrite.templates import data_type, template_text
 from tique.session import Session, writes
 
 
 DDL_LOCK_TIMEOUT_MS = 5000
+_STATEMENT_SNAPSHOT = exp.Subquery(this=sqlglot.parse_one(STATEMENT_SNAPSHOT, read="postgres"))
 
 # tique's statements are planned once per session, not per call. Under the default
 # (auto), PostgreSQL estimates a snapshot read's generic plan dearer than the custom ones
@@ -121,7 +127,9 @@ class PostgresBackend(Backend):
                 with conn.pipeline():
                     if raw.pending_begin:
                         raw.pending_begin = False
-                        conn.execute("BEGIN")
+                        # Spelled out, whatever the server's default: statements of the
+                        # engine transaction must see later commits (engine_reads_later_commits).
+                        conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                     for sql, params in statements:
                         cur = conn.cursor()
                         cur.execute(sql, list(params))
@@ -212,6 +220,36 @@ class PostgresBackend(Backend):
 
     def param_node(self, n: int) -> exp.Expression:
         return exp.Parameter(this=exp.Literal.number(n))
+
+    engine_reads_later_commits = True  # engine transactions run at PostgreSQL's READ COMMITTED (execute_all)
+
+    def statement_snapshot_expression(self) -> exp.Expression | None:
+        """The clock row, read under the statement's own engine snapshot (a statement alone,
+        or one of an engine transaction at READ COMMITTED: one snapshot per statement, taken
+        when it starts), so every occurrence in the statement reads the same, newest value."""
+        return _STATEMENT_SNAPSHOT
+
+    def at_statement_snapshot(self, compiled: Compiled) -> Compiled | None:
+        """Each `$n` marker bound to the snapshot timestamp becomes GREATEST($n, clock),
+        found by PostgreSQL's tokens (never inside a literal, identifier or comment); the
+        markers keep their numbers, so the values bind as before. Made once per statement."""
+        if "tq_sts" not in compiled.names:
+            return compiled
+        key = ("at statement snapshot", compiled)
+        found = self.shared_plans.get(key)
+        if found is None:
+            number = str(compiled.names.index("tq_sts") + 1)
+            tokens = Postgres().tokenize(compiled.sql)
+            newest = self.statement_snapshot_expression().sql("postgres")
+            text, end = [], 0
+            for marker, value in zip(tokens, tokens[1:]):
+                if (marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER
+                        and value.start == marker.end + 1 and value.text == number):
+                    text += [compiled.sql[end:marker.start], f"GREATEST(${number}, {newest})"]
+                    end = value.end + 1
+            found = dataclasses.replace(compiled, sql="".join(text) + compiled.sql[end:])
+            self.shared_plans.put(key, found)
+        return found
 
     def taken_commit_timestamp(self) -> exp.Expression | None:
         return exp.Anonymous(this="currval", expressions=[exp.Literal.string("tq_cts_seq")])

@@ -22,6 +22,11 @@ class Oracle(Protocol):
     def end(self, raw: Any, txid: int) -> None:
         """A transaction that never took a commit timestamp is over."""
 
+    def statement_snapshot(self, raw: Any) -> int:
+        """The newest snapshot (READ COMMITTED: what a statement starting now reads): it
+        includes every commit whose publish has returned. Registers nothing: the
+        transaction's start timestamp keeps the checkpointer below it."""
+
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         """A commit timestamp; others may abort it if it stays undecided past `timeout`
         seconds. `then(cts)` runs before it returns; an in-process oracle runs it before

@@ -54,6 +54,9 @@ class LocalOracle:
         with self._cond:
             self._active.pop(txid, None)
 
+    def statement_snapshot(self, raw: Any) -> int:
+        return self.snapshot  # process memory: no round trip
+
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         with self._cond:
             cts = self._next_cts

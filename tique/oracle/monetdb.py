@@ -71,6 +71,11 @@ class MonetDBOracle:
     def end(self, raw: Any, txid: int) -> None:
         self._one(raw, END, txid)
 
+    def statement_snapshot(self, raw: Any) -> int:
+        """The oracle's snapshot (STATUS), one call: only the UDF knows it, and several calls
+        inside one statement could each see another, so it is never folded into one."""
+        return self._one(raw, STATUS)[0]
+
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         cts = self._one(raw, TAKE, txid, max(1, int(timeout * 1000)))[0]
         if cts < 0:

@@ -6,6 +6,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
+# The newest snapshot as a query: a statement can carry it instead of a bound value
+# (PostgresBackend.statement_snapshot_expression).
+STATEMENT_SNAPSHOT = "SELECT c.snapshot FROM tq_clock c WHERE c.id = 1"
+
+
 class PostgresOracle:
     def __init__(self, run: Any) -> None:
         self._run = run  # (raw, sql, params) -> rows
@@ -21,6 +26,13 @@ class PostgresOracle:
 
     def end(self, raw: Any, txid: int) -> None:
         self._run(raw, "SELECT tq_end($1)", [txid])
+
+    def statement_snapshot(self, raw: Any) -> int:
+        """tq_publish returns only once the clock row holds its commit, so the clock is
+        the newest snapshot (tq_begin may also count outcomes just above it, decided but
+        not yet published; a caller keeps the larger of the two)."""
+        (row,) = self._run(raw, STATEMENT_SNAPSHOT, [])
+        return int(row[0])
 
     def take_commit_timestamp(self, raw: Any, txid: int, timeout: float, then: Callable[[int], None] | None = None) -> int:
         (row,) = self._run(raw, "SELECT tq_take_cts($1)", [txid])
