@@ -26,10 +26,11 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   timestamp passes it. A log is purged only after the caches (a skipped cache had no
   row of the transactions whose log rows go).
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
-  its time: a round of d seconds is followed by a wait of at least d * (1 - share) /
-  share. Rounds cost about the same per statement whatever the rows, so fewer, larger
-  rounds cost the foreground less; the caches still hold only the writes of a few
-  rounds, since each round moves every stable version.
+  its time: a round of d seconds is followed by a wait of d * (1 - share) / share, at
+  least the configured interval and at most MAX_PACED_WAIT_S. Rounds cost about the same
+  per statement whatever the rows, so fewer, larger rounds cost the foreground less; the
+  caches still hold only the writes of a few rounds, since each round moves every
+  stable version.
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ CONFLICT_RETRIES = 20
 # The largest share of its time the background checkpointer spends in rounds (see the
 # invariant above): it waits at least round * (1 - share) / share between them.
 MAX_BUSY_SHARE = 0.05
+# ... but never longer than this, whatever one round took (one slowed by a lock wait or a
+# loaded machine must not let the caches fill for minutes).
+MAX_PACED_WAIT_S = 30.0
 # How often the checkpointer refreshes a cache table's planner statistics (see
 # Checkpointer._refresh_statistics), and the metadata tables it refreshes beside the caches.
 STATISTICS_INTERVAL_S = 10.0
@@ -370,7 +374,7 @@ class BackgroundCheckpointer(threading.Thread):
                     self._failed(error)
                 took = time.perf_counter() - began
                 self.busy_s += took
-                wait = max(self.interval, took * (1 - MAX_BUSY_SHARE) / MAX_BUSY_SHARE)
+                wait = max(self.interval, min(took * (1 - MAX_BUSY_SHARE) / MAX_BUSY_SHARE, MAX_PACED_WAIT_S))
         finally:
             self.checkpointer.close()
 
