@@ -171,7 +171,7 @@ def _bench_tpcc(args: argparse.Namespace) -> int:
     result = benchmark(args.system, warehouses=args.warehouses, clients=args.clients, duration=args.duration,
                        warmup=args.warmup, contention=args.contention, url=args.url, out=args.out,
                        scale=TINY if args.tiny else FULL, checkpoint_ms=args.checkpoint_ms or None, seed=args.seed,
-                       isolation=args.isolation)
+                       isolation=args.isolation, report_every=args.report_every)
     healthy = (result.consistency or {}).get("all_hold", False) and not result.metrics["errors"]
     return 0 if healthy else 1
 
@@ -276,6 +276,8 @@ def register(sub: Any) -> None:
     tpcc.add_argument("--checkpoint-ms", type=int, default=1000, help="tique systems: background checkpointer interval (0: none)")
     tpcc.add_argument("--seed", type=int, default=42)
     _isolation_argument(tpcc)
+    tpcc.add_argument("--report-every", type=float, metavar="SECONDS",
+                      help="print and record (in --out) txn/s per interval and, for tique, the row counts of its caches and logs")
     tpcc.add_argument("--tiny", action="store_true", help="reduced cardinalities for smoke tests (not a TPC-C result)")
     tpcc.set_defaults(func=_bench_tpcc)
     chb = bench_sub.add_parser("chbench", help="CH-benCHmark: the 22 analytical queries over TPC-C data, after an OLTP run")

@@ -293,7 +293,7 @@ def test_versions_a_previous_process_left_keep_the_table_unarmed(tmp_path: Path)
     assert again.backend.cache_state is not admin.backend.cache_state  # a new database object
     counter = Checkpointer(again.backend)
     try:
-        counter._note_if_empty("t")  # a count alone, nothing moved: it finds a stranger's rows
+        counter._note_caches(["t"])  # a count alone, nothing moved: it finds a stranger's rows
     finally:
         counter.close()
     with sent(again) as texts:

@@ -140,7 +140,12 @@ def test_reader_stays_consistent_while_checkpoints_run_under_writers(connect: Co
     reader.commit()
 
 
-def test_caches_stay_bounded_under_steady_load(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+def test_caches_stay_bounded_under_steady_load(connect: Connect, native: Callable[[str], list[tuple]],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import tique.checkpoint
+    # Rounds every interval, unpaced: how far the caches grow between rounds then depends
+    # on the interval alone, not on how long this machine takes for a round.
+    monkeypatch.setattr(tique.checkpoint, "MAX_BUSY_SHARE", 1.0)
     conn = _setup(connect, rows=20)
     bg = connect(checkpoint_interval_ms=10)
     cur = conn.cursor()
@@ -270,3 +275,112 @@ def test_a_background_round_that_keeps_failing_is_logged_once(connect: Connect, 
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     assert "background checkpoint round failed" in warnings[0].getMessage()
     assert background.runs == 0
+
+
+def _recording(checkpointer: Checkpointer, monkeypatch: "pytest.MonkeyPatch") -> list[str]:
+    """The texts of the statements `checkpointer` runs on its engine connection."""
+    backend, raw = checkpointer.backend, checkpointer.raw
+    texts: list[str] = []
+    execute = backend.execute
+
+    def recorded(on: object, sql: str, params: object, analytic: bool = False) -> object:
+        if on is raw:
+            texts.append(sql)
+        return execute(on, sql, params, analytic)
+
+    monkeypatch.setattr(backend, "execute", recorded)
+    return texts
+
+
+def test_a_round_runs_no_statement_against_an_idle_table(connect: Connect, native: Callable[[str], list[tuple]],
+                                                          monkeypatch: "pytest.MonkeyPatch") -> None:
+    conn = _setup(connect)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE idle (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
+    cur.executemany("INSERT INTO idle VALUES (?, ?)", [(i, f"i{i}") for i in range(5)])
+    conn.commit()
+    checkpoint(conn)  # moves both tables' rows to storage
+    assert native("SELECT count(*) FROM idle_cache")[0][0] == 0
+    cur.execute("UPDATE kv SET v = 'busy' WHERE k = 1")
+    conn.commit()
+
+    checkpointer = Checkpointer(conn.backend)
+    try:
+        texts = _recording(checkpointer, monkeypatch)
+        report = checkpointer.run_once()
+        assert report.moved == 1
+        # The only statement that names the idle table is the round's probe, which names
+        # every table at once (on DuckDB, a cache known empty is not even probed).
+        naming_idle = [t for t in texts if "idle_" in t]
+        assert len(naming_idle) <= 1
+        assert all("kv_cache" in t for t in naming_idle)
+        assert not any("idle_storage" in t for t in texts)
+        assert any("kv_storage" in t for t in texts)
+
+        # Nothing committed since: the next round ends once it has read the stable
+        # timestamp, and touches no table.
+        texts.clear()
+        report = checkpointer.run_once()
+        assert (report.tables, report.moved, report.purged) == (0, 0, 0)
+        assert not any("_cache" in t or "_storage" in t for t in texts if "tq_txid" not in t)
+    finally:
+        checkpointer.close()
+    cur.execute("SELECT v FROM kv WHERE k = 1")
+    assert cur.fetchall() == [("busy",)]
+    cur.execute("SELECT count(*) FROM idle")
+    assert cur.fetchall() == [(5,)]
+    conn.commit()
+
+
+def test_rounds_leave_nothing_at_or_below_the_stable_timestamp(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+    conn = _setup(connect, rows=20)
+    other = connect()
+    cur, ocur = conn.cursor(), other.cursor()
+    rng = random.Random(7)
+    for i in range(60):
+        cur.execute("UPDATE kv SET v = ? WHERE k = ?", (f"u{i}", rng.randrange(20)))
+        if i % 7 == 0:
+            cur.execute("DELETE FROM kv WHERE k = ?", (rng.randrange(20),))
+        if i % 5 == 0:
+            conn.rollback()
+        else:
+            conn.commit()
+        if i % 11 == 0:
+            ocur.execute("UPDATE kv SET v = 'other' WHERE k = ?", (rng.randrange(20),))
+            other.commit()
+        if i % 20 == 0:
+            checkpoint(conn)
+    # A transaction left open holds the stable timestamp below the writes after it.
+    holder = connect()
+    hcur = holder.cursor()
+    hcur.execute("SELECT count(*) FROM kv")
+    held = hcur.fetchall()
+    for i in range(5):
+        cur.execute("UPDATE kv SET v = ? WHERE k = ?", (f"late{i}", i))
+        conn.commit()
+    checkpointer = Checkpointer(conn.backend)
+    try:
+        for _ in range(3):
+            report = checkpointer.run_once()
+        stable = report.stable
+        assert stable > 0
+        stale = native(f"SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE o.cts <= {stable}")
+        assert stale == [(0,)]
+        aborted = native("SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE NOT o.did_commit")
+        assert aborted == [(0,)]
+        for log in ("tq_write_sets", "tq_outcome", "tq_committing", "tq_read_sets"):
+            assert native(f"SELECT count(*) FROM {log} WHERE cts <= {stable}") == [(0,)], log
+        # The holder still reads its snapshot; once it ends, everything is moved.
+        hcur.execute("SELECT count(*) FROM kv")
+        assert hcur.fetchall() == held
+        holder.commit()
+        for _ in range(2):
+            checkpointer.run_once()
+    finally:
+        checkpointer.close()
+    assert native("SELECT count(*) FROM kv_cache") == [(0,)]
+    assert {t: n for t, n in _metadata_rows(native).items()} == {"tq_outcome": 0, "tq_write_sets": 0, "tq_committing": 0,
+                                                                 "tq_rolled_back": 0}
+    cur.execute("SELECT k, v FROM kv ORDER BY k")
+    assert cur.fetchall() == native("SELECT k, v FROM kv_storage ORDER BY k")
+    conn.commit()

@@ -10,6 +10,27 @@ by the next run. One checkpointer runs at a time per database (a lock in the pro
 an advisory lock on a server): two interleaved runs could delete a storage row on the
 strength of a cache version the other has just purged. A run that finds the latch
 taken skips its round.
+
+What a round leaves out is only work it could have done, never work another step relies
+on: every step is cleanup, idempotent, and finds the same rows next round.
+- A round whose stable timestamp and rollback horizon are those of the last full round
+  stops there: no cache row can have become stable or dead since (a version becomes
+  stable only when the stable timestamp passes its commit timestamp, and an aborted
+  writer's versions are purged once its outcome or rollback is logged, which a later
+  round meets).
+- Otherwise one probe statement names the caches holding a version at or below the
+  stable timestamp, or of an aborted or rolled-back writer, and the logs holding rows
+  the purge would remove. The round runs statements only for those. The probe reads
+  after the stable timestamp was taken, so it sees every version the steps would touch:
+  a writer's versions commit before its outcome, and its outcome before the stable
+  timestamp passes it. A log is purged only after the caches (a skipped cache had no
+  row of the transactions whose log rows go).
+- The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
+  its time: a round of d seconds is followed by a wait of d * (1 - share) / share, at
+  least the configured interval and at most MAX_PACED_WAIT_S. Rounds cost about the same
+  per statement whatever the rows, so fewer, larger rounds cost the foreground less; the
+  caches still hold only the writes of a few rounds, since each round moves every
+  stable version.
 """
 from __future__ import annotations
 
@@ -29,6 +50,12 @@ from tique.rewrite.templates import table_template, template
 
 
 CONFLICT_RETRIES = 20
+# The largest share of its time the background checkpointer spends in rounds (see the
+# invariant above): it waits at least round * (1 - share) / share between them.
+MAX_BUSY_SHARE = 0.05
+# ... but never longer than this, whatever one round took (one slowed by a lock wait or a
+# loaded machine must not let the caches fill for minutes).
+MAX_PACED_WAIT_S = 30.0
 # How often the checkpointer refreshes a cache table's planner statistics (see
 # Checkpointer._refresh_statistics), and the metadata tables it refreshes beside the caches.
 STATISTICS_INTERVAL_S = 10.0
@@ -91,6 +118,10 @@ class Checkpointer:
         self._metadata = [backend.compile(t) for t in template("common/checkpoint_purge_metadata.sql")]
         self.pause: PausePoint | None = None  # debug fault (see PausePoint); None in normal use
         self._statistics_taken: float | None = None  # when _refresh_statistics last ran
+        self._settled: tuple[int, int] | None = None  # (stable, horizon) of the last full round
+        self._noted: list[str] = []  # the tables the last full round looked at
+        self._probes: dict[tuple[str, ...], Compiled] = {}
+        self._metadata_tables = [_target(t) for t in template("common/checkpoint_purge_metadata.sql")]
 
     def close(self) -> None:
         try:
@@ -136,25 +167,43 @@ class Checkpointer:
         finally:
             backend.checkpoint_lock.release()
 
-    def _note_if_empty(self, name: str) -> None:
-        """Records a cache left empty, so reads of the table can skip the snapshot, and
-        which ended writers have no rows left in it, so reads of keys no one else wrote
-        can (tique/cache_state.py). Both are taken before the count begins."""
+    def _note_caches(self, names: list[str]) -> None:
+        """Records the caches left empty, so reads of their tables can skip the snapshot,
+        and which ended writers have no rows left in each, so reads of keys no one else
+        wrote can (tique/cache_state.py). What each count is confirmed against is taken
+        before the count begins; one statement counts every cache there is something to
+        learn of."""
         state = self.backend.cache_state
         if state is None:
             return
-        version = state.before_count(name)
-        ended, generation = state.ended_writers(name)
-        if version is None and not ended and generation is None:
+        taken: dict[str, tuple[int | None, frozenset[int], int | None]] = {}
+        for name in names:
+            version = state.before_count(name)
+            ended, generation = state.ended_writers(name)
+            if version is not None or ended or generation is not None:
+                taken[name] = (version, ended, generation)
+        if not taken:
             return
-        q = exp.to_identifier(f"{name}_cache", quoted=True).sql(self.backend.dialect)
-        present = {int(t) for (t,) in self.backend.rows(self.raw, f"SELECT DISTINCT tq_txid FROM {q}", [])}
-        if ended:
-            state.counted_writers(name, ended, present)
-        if generation is not None:
-            state.counted_unarmed(name, generation, present)
-        if not present and version is not None:
-            state.counted_empty(name, version)
+        present: dict[str, set[int]] = {name: set() for name in taken}
+        for name, txid in self.backend.rows(self.raw, self._writers_statement(sorted(taken)), []):
+            present[str(name)].add(int(txid))
+        for name, (version, ended, generation) in taken.items():
+            if ended:
+                state.counted_writers(name, ended, present[name])
+            if generation is not None:
+                state.counted_unarmed(name, generation, present[name])
+            if not present[name] and version is not None:
+                state.counted_empty(name, version)
+
+    def _writers_statement(self, names: list[str]) -> str:
+        """The writers with rows in each cache of `names`: (table name, txid) rows."""
+        parts = [exp.select(exp.Literal.string(name).as_("tq_table"), exp.column("tq_txid"))
+                 .from_(exp.to_table(exp.to_identifier(f"{name}_cache", quoted=True))).distinct()
+                 for name in names]
+        union: exp.Expression = parts[0]
+        for part in parts[1:]:
+            union = exp.union(union, part, distinct=False)
+        return union.sql(self.backend.dialect)
 
     def _hold(self, table: str, step: str) -> None:
         pause = self.pause
@@ -166,24 +215,44 @@ class Checkpointer:
         stable = backend.oracle.stable_timestamp(raw)
         (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])
         context = {"tq_stable": stable, "tq_horizon": int(row[0])}
-        catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
         # A cache known to hold nothing has nothing to move or purge (tique/cache_state.py:
         # clean means empty, with no writer open, when counted, and none begun since).
         clean = backend.cache_state.clean() if backend.cache_state is not None else frozenset()
-        work = [(name, ddl) for name, ddl in catalog if name not in clean]
+        if self._settled == (stable, context["tq_horizon"]):
+            # Nothing became stable or dead since the last full round (see the invariant).
+            # The caches' writers may have ended meanwhile: what that tells is noted.
+            self._note_caches([name for name in self._noted if name not in clean])
+            return CheckpointReport(stable, 0, 0, 0, time.perf_counter() - started)
+        catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
+        names = [name for name, _ in catalog if name not in clean]
+        pending = self._pending(names, context)
+        work = [(name, ddl) for name, ddl in catalog if ("cache", name) in pending]
         self._refresh_statistics([name for name, _ in work])
-        if backend.checkpoints_in_one_transaction:
-            moved, purged = self._run_in_one_transaction(work, context)
+        metadata = [step for step, table in zip(self._metadata, self._metadata_tables) if ("log", table) in pending]
+        if not work and not metadata:
+            moved = purged = 0
+        elif backend.checkpoints_in_one_transaction:
+            moved, purged = self._run_in_one_transaction(work, metadata, context)
         else:
-            moved, purged = self._move_and_purge(work, context)
-        # Counted afterwards, each in a snapshot that sees this round's purge committed.
-        for name, _ in work:
-            self._note_if_empty(name)
+            moved, purged = self._move_and_purge(work, metadata, context)
+        self._settled, self._noted = (stable, context["tq_horizon"]), names
+        # Counted afterwards, in a snapshot that sees this round's purge committed.
+        self._note_caches(names)
         return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+
+    def _pending(self, names: list[str], context: dict[str, int]) -> set[tuple[str, str]]:
+        """The tables among `names` whose caches hold a row this round would move or
+        purge, as ("cache", name), and the logs holding a row it would purge, as ("log",
+        name): one statement."""
+        key = tuple(names)
+        probe = self._probes.get(key)
+        if probe is None:
+            probe = self._probes[key] = self.backend.compile(_probe(names))
+        return {(str(kind), str(name)) for kind, name in self._execute(probe, context).fetchall()}
 
     def _refresh_statistics(self, names: list[str]) -> None:
         """The tables the planner estimates snapshot reads and certification by (the
-        caches that hold rows, the write-sets, the outcomes), refreshed every
+        caches this round works on, the write-sets, the outcomes), refreshed every
         STATISTICS_INTERVAL_S, before this round purges them, so that the statistics
         describe them as readers and certifiers meet them. Statistics only guide plans:
         a failure here (a table dropped meanwhile) leaves the round to go on."""
@@ -197,20 +266,22 @@ class Checkpointer:
             return
         self._statistics_taken = now
 
-    def _run_in_one_transaction(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+    def _run_in_one_transaction(self, work: list[tuple[str, str]], metadata: list[Compiled],
+                                context: dict[str, int]) -> tuple[int, int]:
         """The whole round as one engine transaction: one commit instead of one per step
         (on DuckDB each is a write-ahead-log sync), and readers see the round all at once."""
         backend, raw = self.backend, self.raw
         backend.begin_engine(raw)
         try:
-            done = self._move_and_purge(work, context)
+            done = self._move_and_purge(work, metadata, context)
         except BaseException:
             backend.rollback_engine(raw)
             raise
         backend.commit_engine(raw)
         return done
 
-    def _move_and_purge(self, work: list[tuple[str, str]], context: dict[str, int]) -> tuple[int, int]:
+    def _move_and_purge(self, work: list[tuple[str, str]], metadata: list[Compiled],
+                        context: dict[str, int]) -> tuple[int, int]:
         backend = self.backend
         moved = purged = 0
         for name, ddl in work:
@@ -221,9 +292,55 @@ class Checkpointer:
             self._hold(name, "insert_storage")
             purged += max(backend.affected(self._execute(purge_cache, context)), 0)
             self._hold(name, "purge_cache")
-        for step in self._metadata:
+        for step in metadata:
             self._execute(step, context)
         return moved, purged
+
+
+def _target(statement: exp.Expression) -> str:
+    """The table a DELETE removes rows from."""
+    return statement.this.name
+
+
+# What makes a cache row pending: the union of what the three steps touch (committed at
+# or below the stable timestamp, aborted, rolled back), as checkpoint_purge_cache.sql says.
+_PENDING_CACHE = """
+SELECT 'cache' AS tq_kind, '{name}' AS tq_table WHERE EXISTS (
+  SELECT 1 FROM {cache} AS c
+  WHERE c.tq_txid IN (SELECT txid FROM tq_outcome WHERE cts <= CAST(:tq_stable AS BIGINT) OR NOT did_commit)
+     OR c.tq_txid IN (SELECT txid FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT)))
+"""
+# What makes a log row pending: the conditions of checkpoint_purge_metadata.sql.
+_PENDING_LOGS = """
+SELECT 'log', 'tq_write_sets' WHERE EXISTS (SELECT 1 FROM tq_write_sets WHERE cts <= CAST(:tq_stable AS BIGINT))
+UNION ALL SELECT 'log', 'tq_read_sets' WHERE EXISTS (SELECT 1 FROM tq_read_sets WHERE cts <= CAST(:tq_stable AS BIGINT))
+UNION ALL SELECT 'log', 'tq_outcome' WHERE EXISTS (SELECT 1 FROM tq_outcome WHERE cts <= CAST(:tq_stable AS BIGINT))
+UNION ALL SELECT 'log', 'tq_committing' WHERE EXISTS (SELECT 1 FROM tq_committing WHERE cts <= CAST(:tq_stable AS BIGINT))
+UNION ALL SELECT 'log', 'tq_rolled_back' WHERE EXISTS (SELECT 1 FROM tq_rolled_back WHERE txid <= CAST(:tq_horizon AS BIGINT))
+"""
+
+
+def _probe(names: list[str]) -> exp.Expression:
+    """The probe of a round (see the invariant): one statement naming the caches of
+    `names` and the logs that hold something to move or purge."""
+    from sqlglot import parse_one
+
+    from tique.rewrite.templates import TEMPLATE_DIALECT, forget_positions
+
+    parts = []
+    for name in names:
+        part = parse_one(_PENDING_CACHE.replace("{cache}", "tq_probed_cache"), read=TEMPLATE_DIALECT)
+        for literal in part.find_all(exp.Literal):
+            if literal.this == "{name}":
+                literal.replace(exp.Literal.string(name))
+        for table in part.find_all(exp.Table):
+            if table.name == "tq_probed_cache":
+                table.set("this", exp.to_identifier(f"{name}_cache", quoted=True))
+        parts.append(part)
+    union: exp.Expression = parse_one(_PENDING_LOGS, read=TEMPLATE_DIALECT)
+    for part in parts:
+        union = exp.union(union, part, distinct=False)
+    return forget_positions(union)
 
 
 def checkpoint(connection: Any) -> CheckpointReport:
@@ -243,16 +360,22 @@ class BackgroundCheckpointer(threading.Thread):
         self.stopping = threading.Event()
         self.runs = 0
         self.failures = 0
+        self.busy_s = 0.0  # time spent in rounds, what the checkpointer costs the engine
         self.last_error: BaseException | None = None
 
     def run(self) -> None:
         try:
-            while not self.stopping.wait(self.interval):
+            wait = self.interval
+            while not self.stopping.wait(wait):
+                began = time.perf_counter()
                 try:
                     self.checkpointer.run_once()
                     self.runs += 1
                 except Exception as error:  # a failed round is retried next interval
                     self._failed(error)
+                took = time.perf_counter() - began
+                self.busy_s += took
+                wait = max(self.interval, min(took * (1 - MAX_BUSY_SHARE) / MAX_BUSY_SHARE, MAX_PACED_WAIT_S))
         finally:
             self.checkpointer.close()
 

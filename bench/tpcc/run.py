@@ -106,6 +106,7 @@ class TpccRun:
     per_kind: dict[str, KindStats] = field(default_factory=lambda: {k: KindStats() for k in KINDS})
     error_samples: list[str] = field(default_factory=list)
     stuck_clients: int = 0
+    intervals: list[dict[str, Any]] = field(default_factory=list)  # with report_every: see run()
 
     @property
     def tpmc(self) -> float:
@@ -138,14 +139,18 @@ class TpccRun:
                              for kind, s in self.per_kind.items()},
             "error_samples": self.error_samples,
             "stuck_clients": self.stuck_clients,
+            **({"intervals": self.intervals} if self.intervals else {}),
         }
 
 
 def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: float = 5.0,
-        contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX, isolation: str | None = None) -> TpccRun:
+        contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX, isolation: str | None = None,
+        report_every: float | None = None, sampler: Any = None) -> TpccRun:
     """Runs the standard mix on `system` (loaded as `loaded` says) and returns what the
     transactions that finished inside the measured window did. `isolation`: tique's level
-    for the clients' transactions (None: tique's default, SNAPSHOT)."""
+    for the clients' transactions (None: tique's default, SNAPSHOT). With `report_every`, it
+    also records every that many seconds of the window the transactions completed in it
+    and, from `sampler` (bench/tpcc/intervals.py), the sizes of tique's tables."""
     if clients < 1 or duration <= 0 or warmup < 0:
         raise ValueError("need clients >= 1, duration > 0 and warmup >= 0")
     options = isolation_options(system, isolation)
@@ -157,6 +162,7 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
     ready = threading.Barrier(clients + 1)  # every client connected (or failed to)
     go = threading.Event()
     window = [0.0, 0.0]  # the measured window [start, end), set before `go`
+    completed = [0]  # transactions completed (committed or rolled back) in the window so far
 
     def client(index: int) -> None:
         stats = {k: KindStats() for k in KINDS}
@@ -207,6 +213,8 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
                 else:
                     s.errors += 1
                 if status in ("commit", "rollback"):
+                    with lock:
+                        completed[0] += 1
                     s.latencies.append(finished - began)
                     if counted is not None:
                         s.add_cost(conn.counters - counted, time.thread_time() - cpu_began)
@@ -225,11 +233,41 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
     window[0] = time.perf_counter() + warmup
     window[1] = window[0] + duration
     go.set()
+    if report_every:
+        _report_intervals(result, window, completed, lock, report_every, sampler)
     deadline = window[1] + 120  # a transaction still running two minutes after the end is stuck
     for t in threads:
         t.join(timeout=max(0.0, deadline - time.perf_counter()))
     result.stuck_clients = sum(t.is_alive() for t in threads)
     return result
+
+
+def _report_intervals(result: TpccRun, window: list[float], completed: list[int], lock: threading.Lock,
+                      every: float, sampler: Any) -> None:
+    """Until the window ends: every `every` seconds of it, the throughput since the last
+    interval and a sample of the table sizes, appended to `result.intervals` and printed."""
+    time.sleep(max(0.0, window[0] - time.perf_counter()))
+    began, last_count = window[0], 0
+    while began < window[1] - 1e-3:
+        end = min(began + every, window[1])
+        time.sleep(max(0.0, end - time.perf_counter()))
+        with lock:
+            count = completed[0]
+        seconds = time.perf_counter() - began
+        interval: dict[str, Any] = {"end_s": round(end - window[0], 3), "seconds": round(seconds, 3),
+                                    "completed": count - last_count, "txn_per_s": (count - last_count) / seconds}
+        if sampler is not None:
+            try:
+                interval.update(sampler.sample())
+            except Exception as error:  # noqa: BLE001 - a failed sample is reported, the run goes on
+                interval["sample_error"] = str(error)[:200]
+        result.intervals.append(interval)
+        sizes = interval.get("rows") or {}
+        busy = (interval.get("checkpointer") or {}).get("busy_s")
+        print(f"[{interval['end_s']:7.0f} s] {interval['txn_per_s']:7.1f} txn/s"
+              + (f"  checkpointer busy {busy:.1f} s in all" if busy is not None else "")
+              + ("  rows: " + " ".join(f"{t}={c}" for t, c in sizes.items() if c) if sizes else ""), flush=True)
+        began, last_count = time.perf_counter(), count
 
 
 def _quietly(action: Any) -> None:
@@ -242,7 +280,8 @@ def _quietly(action: Any) -> None:
 def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration: float = 30.0, warmup: float = 5.0,
               contention: int | None = None, url: str | None = None, out: str | None = None, scale: Scale = FULL,
               checkpoint_ms: int | None = 1000, seed: int = 42, system: Any = None, console: Any = None,
-              progress: bool = True, mix: Sequence[int] = MIX, isolation: str | None = None) -> Result:
+              progress: bool = True, mix: Sequence[int] = MIX, isolation: str | None = None,
+              report_every: float | None = None) -> Result:
     """Loads (or reuses the load at `url`), runs, checks consistency, writes `out` and
     prints a table. `system` may be an open system (the caller closes it); otherwise one
     is opened on `url`, or on a fresh database that is removed afterwards."""
@@ -262,8 +301,17 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
             "contention": contention, "scale": asdict(loaded.scale), "full_scale": loaded.scale == FULL,
             "url": _redacted(url), "seed": seed, "think_time": 0, "clients_are": "threads", "aborts_retried": False,
             "tique_options": dict(system.tique_options) if system.through_tique else None,
-            "mix": dict(zip(KINDS, mix)), "isolation": isolation_name(system, isolation)})
-        tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation)
+            "mix": dict(zip(KINDS, mix)), "isolation": isolation_name(system, isolation), "report_every_s": report_every})
+        sampler = None
+        if report_every and system.through_tique:
+            from bench.tpcc.intervals import TableSampler
+
+            sampler = TableSampler(system)
+        try:
+            tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation, report_every, sampler)
+        finally:
+            if sampler is not None:
+                sampler.close()
         metrics = tpcc.metrics()
         metrics["load"] = {"reused": report.reused, "rows": report.rows, "seconds": report.seconds,
                            "rows_per_s": report.rows_per_second,
@@ -327,5 +375,9 @@ def show(result: Result, console: Any = None) -> None:
     console.print(f"consistency: {verdict_text}")
     for sample in m["error_samples"]:
         console.print(f"  error: {sample}")
+    if m.get("intervals"):
+        from bench.tpcc.intervals import interval_rows
+
+        table(f"{result.system}: per interval (rows: sampled at the interval's end)", *interval_rows(m["intervals"]), console)
     if m["stuck_clients"]:
         console.print(f"  {m['stuck_clients']} client(s) still inside a transaction two minutes after the end")
