@@ -75,12 +75,14 @@ class System:
         self._lock = threading.Lock()
 
     def connect(self, **options: Any) -> Any:
-        """A fresh DB-API connection; one per client thread or process."""
+        """A fresh DB-API connection; one per client thread or process. A native system
+        takes one option, `isolation_level`, on an engine that has that level of its own."""
         if self.through_tique:
             return tique.connect(self.engine.tique_url, **{**self.tique_options, **options})
         from drivers.counting import CountingConnection
 
-        return CountingConnection(self.engine.native_connect(), self.engine.begins_explicitly)
+        native = self.engine.native_connect(options["isolation_level"]) if options else self.engine.native_connect()
+        return CountingConnection(native, self.engine.begins_explicitly)
 
     def is_abort(self, error: BaseException) -> bool:
         """Whether `error` means the transaction certainly did not commit and may be retried."""
