@@ -81,7 +81,8 @@ class System:
             return tique.connect(self.engine.tique_url, **{**self.tique_options, **options})
         from drivers.counting import CountingConnection
 
-        native = self.engine.native_connect(options["isolation_level"]) if options else self.engine.native_connect()
+        level = options.get("isolation_level")
+        native = self.engine.native_connect(level) if level is not None else self.engine.native_connect()
         return CountingConnection(native, self.engine.begins_explicitly)
 
     def is_abort(self, error: BaseException) -> bool:
