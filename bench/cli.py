@@ -60,9 +60,12 @@ def _bench_longtx(args: argparse.Namespace) -> int:
     from bench.results import Result, now, table, write
     from drivers import open_system
 
+    from bench.tpcc.run import isolation_options
+
     system = open_system(args.system, url=args.url)
     rows, results = [], []
     try:
+        isolation_options(system, args.isolation)  # a level the system lacks is refused before the load
         longtx.load(system, args.rows)
         modes = [False, True] if args.priority == "both" else [args.priority == "on"]
         for clients in args.clients:
@@ -70,19 +73,22 @@ def _bench_longtx(args: argparse.Namespace) -> int:
                 if priority and not system.through_tique:
                     continue
                 outcome = longtx.run(system, clients, args.duration, priority, rows=args.rows,
-                                     regular_ops=args.regular_ops, long_ops=args.long_ops)
+                                     regular_ops=args.regular_ops, long_ops=args.long_ops, isolation=args.isolation)
                 metrics = outcome.metrics()
                 results.append(Result("longtx", system.name, system.version(),
                                       {"clients": clients, "duration": args.duration, "rows": args.rows,
-                                       "regular_ops": args.regular_ops, "long_ops": args.long_ops, "priority": outcome.priority},
+                                       "regular_ops": args.regular_ops, "long_ops": args.long_ops, "priority": outcome.priority,
+                                       "isolation": outcome.isolation},
                                       metrics, finished_at=now()).as_dict())
                 rows.append([clients, "on" if outcome.priority else "off", metrics["regular_commits"], metrics["regular_abort_rate"] * 100,
-                             metrics["long_commits"], metrics["long_abort_rate"] * 100, metrics["long_most_aborts"],
+                             metrics["long_commits"], metrics["long_abort_rate"] * 100, metrics["long_priority_retries"],
+                             metrics["long_most_aborts"],
                              (metrics["long_rt"] or float("nan")) * 1000, metrics["txs"]])
     finally:
         system.close()
-    table(f"{args.system}: long transactions ({args.long_ops}-op long client, {args.regular_ops}-op others), {args.duration:g}s each",
-          ["clients", "priority", "short commits", "short abort %", "long commits", "long abort %", "most aborts of one long txn",
+    table(f"{args.system} at {args.isolation or 'snapshot'}: long transactions ({args.long_ops}-op long client, {args.regular_ops}-op others), {args.duration:g}s each",
+          ["clients", "priority", "short commits", "short abort %", "long commits", "long abort %",
+           "long priority retries", "most aborts of one long txn",
            "long rt ms", "txn/s"], rows)
     if args.out:
         write({"benchmark": "longtx", "runs": results}, args.out)
@@ -141,8 +147,9 @@ def _bench_packed(args: argparse.Namespace) -> int:
 
 def _isolation_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=("read-committed", "snapshot", "serializable"),
-                        help="tique's isolation level for the measured transactions (default: snapshot; "
-                             "native systems run at their engine's own)")
+                        help="isolation level of the measured transactions (default: snapshot); native-postgres "
+                             "runs at PostgreSQL's own level of that name (snapshot: REPEATABLE READ), native DuckDB "
+                             "and MonetDB have snapshot isolation only and refuse the others")
 
 
 def _bench_keys(args: argparse.Namespace) -> int:
@@ -171,7 +178,7 @@ def _bench_tpcc(args: argparse.Namespace) -> int:
     result = benchmark(args.system, warehouses=args.warehouses, clients=args.clients, duration=args.duration,
                        warmup=args.warmup, contention=args.contention, url=args.url, out=args.out,
                        scale=TINY if args.tiny else FULL, checkpoint_ms=args.checkpoint_ms or None, seed=args.seed,
-                       isolation=args.isolation, report_every=args.report_every)
+                       isolation=args.isolation, report_every=args.report_every, priority=args.priority)
     healthy = (result.consistency or {}).get("all_hold", False) and not result.metrics["errors"]
     return 0 if healthy else 1
 
@@ -278,6 +285,8 @@ def register(sub: Any) -> None:
     _isolation_argument(tpcc)
     tpcc.add_argument("--report-every", type=float, metavar="SECONDS",
                       help="print and record (in --out) txn/s per interval and, for tique, the row counts of its caches and logs")
+    tpcc.add_argument("--priority", action="store_true",
+                      help="tique systems: priority mode on every client (its re-executions are counted apart from aborts)")
     tpcc.add_argument("--tiny", action="store_true", help="reduced cardinalities for smoke tests (not a TPC-C result)")
     tpcc.set_defaults(func=_bench_tpcc)
     chb = bench_sub.add_parser("chbench", help="CH-benCHmark: the 22 analytical queries over TPC-C data, after an OLTP run")
@@ -344,6 +353,7 @@ def register(sub: Any) -> None:
     lt.add_argument("--long-ops", type=int, default=1000)
     lt.add_argument("--priority", choices=["on", "off", "both"], default="both", help="priority mode on the long client (tique only)")
     lt.add_argument("--out", help="write the JSON results here")
+    _isolation_argument(lt)
     lt.set_defaults(func=_bench_longtx)
     planning = bench_sub.add_parser("planning", help="ms of parsing and rewriting per distinct statement text on a cold plan cache (TPC-C, CH-benCHmark), per dialect; no engine runs")
     planning.add_argument("--dialects", nargs="+", default=["duckdb", "postgres", "monetdb"], choices=["duckdb", "postgres", "monetdb"])

@@ -27,7 +27,11 @@ class ClassStats:
     commits: int = 0
     attempts: int = 0
     response_times: list[float] = field(default_factory=list)  # first attempt to commit, retries included
-    most_aborts: int = 0  # the most times one transaction aborted before it committed
+    # the most times one transaction lost before it committed: its aborts and its priority re-executions
+    most_aborts: int = 0
+    # re-executions inside commit() by tique's priority mode: counted on their own, neither
+    # attempts nor aborts, so the abort rate is the rate of aborts the client saw
+    priority_retries: int = 0
 
     @property
     def abort_rate(self) -> float:
@@ -38,6 +42,7 @@ class ClassStats:
         self.attempts += other.attempts
         self.response_times.extend(other.response_times)
         self.most_aborts = max(self.most_aborts, other.most_aborts)
+        self.priority_retries += other.priority_retries
 
 
 @dataclass
@@ -48,6 +53,7 @@ class LongTxResult:
     seconds: float
     regular: ClassStats
     long: ClassStats
+    isolation: str = "SNAPSHOT"  # the level the transactions ran at (bench/tpcc/run.py isolation_name)
 
     def metrics(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seconds": self.seconds}
@@ -57,9 +63,11 @@ class LongTxResult:
             out[f"{name}_abort_rate"] = stats.abort_rate
             out[f"{name}_rt"] = statistics.mean(stats.response_times) if stats.response_times else None
             out[f"{name}_most_aborts"] = stats.most_aborts
+            out[f"{name}_priority_retries"] = stats.priority_retries
         out["txs"] = (self.regular.commits + self.long.commits) / self.seconds if self.seconds else 0.0
         attempts = self.regular.attempts + self.long.attempts
         out["abort_rate"] = 1 - (self.regular.commits + self.long.commits) / attempts if attempts else 0.0
+        out["priority_retries"] = self.regular.priority_retries + self.long.priority_retries
         return out
 
 
@@ -70,8 +78,9 @@ def load(system: System, rows: int) -> None:
 
 
 def _client(system: System, ops: int, rows: int, priority: bool, stop_at: float, seed: int, stats: ClassStats,
-            commit_timeout: float) -> None:
+            commit_timeout: float, level: dict[str, Any]) -> None:
     options: dict[str, Any] = {"priority": True, "commit_timeout": commit_timeout} if priority else {}
+    options.update(level)
     conn = system.connect(**options)
     cur = conn.cursor()
     rng = random.Random(seed)
@@ -98,9 +107,9 @@ def _client(system: System, ops: int, rows: int, priority: bool, stop_at: float,
                     except Exception:
                         pass
                     continue
-                # a priority re-execution inside commit() is an abort and a retry
+                # a priority re-execution inside commit() lost once more, but is no attempt of the client's
                 reexecuted = getattr(conn, "priority_retries", 0) - retried_before
-                stats.attempts += reexecuted
+                stats.priority_retries += reexecuted
                 aborts += reexecuted
                 stats.commits += 1
                 stats.response_times.append(time.perf_counter() - began)
@@ -111,8 +120,14 @@ def _client(system: System, ops: int, rows: int, priority: bool, stop_at: float,
 
 
 def run(system: System, clients: int, seconds: float, priority: bool, rows: int = 10_000,
-        regular_ops: int = 10, long_ops: int = 1000, commit_timeout: float = 120.0) -> LongTxResult:
-    """`clients` includes the long one; `priority` applies to the long client (tique only)."""
+        regular_ops: int = 10, long_ops: int = 1000, commit_timeout: float = 120.0,
+        isolation: str | None = None) -> LongTxResult:
+    """`clients` includes the long one; `priority` applies to the long client (tique only).
+    `isolation`: every client's level (None: the default, SNAPSHOT); a native system runs at
+    its engine's own level of that name or refuses it (bench/tpcc/run.py)."""
+    from bench.tpcc.run import isolation_name, isolation_options
+
+    level = isolation_options(system, isolation)
     regular, long = ClassStats(), ClassStats()
     stop_at = time.perf_counter() + seconds
     per_thread = [ClassStats() for _ in range(clients)]
@@ -122,7 +137,7 @@ def run(system: System, clients: int, seconds: float, priority: bool, rows: int 
         try:
             is_long = i == 0
             _client(system, long_ops if is_long else regular_ops, rows, priority and is_long and system.through_tique,
-                    stop_at, i, per_thread[i], commit_timeout)
+                    stop_at, i, per_thread[i], commit_timeout, level)
         except BaseException as error:  # reported after the run, never swallowed
             errors.append(error)
 
@@ -138,4 +153,5 @@ def run(system: System, clients: int, seconds: float, priority: bool, rows: int 
     long.merge(per_thread[0])
     for stats in per_thread[1:]:
         regular.merge(stats)
-    return LongTxResult(system.name, clients, priority and system.through_tique, elapsed, regular, long)
+    return LongTxResult(system.name, clients, priority and system.through_tique, elapsed, regular, long,
+                        isolation_name(system, isolation))

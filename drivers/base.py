@@ -75,12 +75,15 @@ class System:
         self._lock = threading.Lock()
 
     def connect(self, **options: Any) -> Any:
-        """A fresh DB-API connection; one per client thread or process."""
+        """A fresh DB-API connection; one per client thread or process. A native system
+        takes one option, `isolation_level`, on an engine that has that level of its own."""
         if self.through_tique:
             return tique.connect(self.engine.tique_url, **{**self.tique_options, **options})
         from drivers.counting import CountingConnection
 
-        return CountingConnection(self.engine.native_connect(), self.engine.begins_explicitly)
+        level = options.get("isolation_level")
+        native = self.engine.native_connect(level) if level is not None else self.engine.native_connect()
+        return CountingConnection(native, self.engine.begins_explicitly)
 
     def is_abort(self, error: BaseException) -> bool:
         """Whether `error` means the transaction certainly did not commit and may be retried."""

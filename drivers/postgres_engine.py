@@ -32,6 +32,17 @@ def _translate(sql: str, params: Sequence[Any]) -> tuple[str, Sequence[Any]]:
     return qmark_to_dollar(sql, "postgres"), list(params)
 
 
+def native_level(isolation: str | None) -> psycopg.IsolationLevel:
+    """PostgreSQL's own level for tique's `isolation`: READ COMMITTED, REPEATABLE READ (its
+    snapshot isolation) or SERIALIZABLE (its SSI), so each stands beside tique's."""
+    from tique.isolation import IsolationLevel, parse_level
+
+    level = parse_level(isolation or IsolationLevel.SNAPSHOT)
+    return {IsolationLevel.READ_COMMITTED: psycopg.IsolationLevel.READ_COMMITTED,
+            IsolationLevel.SNAPSHOT: psycopg.IsolationLevel.REPEATABLE_READ,
+            IsolationLevel.SERIALIZABLE: psycopg.IsolationLevel.SERIALIZABLE}[level]
+
+
 class PostgresEngine(Engine):
     name = "postgres"
     begins_explicitly = True  # psycopg sends BEGIN; the DuckDB adapter calls begin()
@@ -49,10 +60,11 @@ class PostgresEngine(Engine):
     def tique_url(self) -> str:
         return self.url
 
-    def native_connect(self) -> ConnectionAdapter:
-        """REPEATABLE READ is PostgreSQL's snapshot isolation, the level tique provides."""
+    def native_connect(self, isolation: str | None = None) -> ConnectionAdapter:
+        """At PostgreSQL's level for tique's level `isolation` (parse_level names):
+        REPEATABLE READ by default, PostgreSQL's snapshot isolation, the level tique provides."""
         conn = psycopg.connect(self.url, cursor_factory=psycopg.RawCursor, connect_timeout=10)
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.isolation_level = native_level(isolation)
         return ConnectionAdapter(conn, _translate)
 
     def version(self) -> str:
@@ -61,6 +73,7 @@ class PostgresEngine(Engine):
         return f"PostgreSQL {row[0] if row else '?'}"
 
     def is_abort(self, error: BaseException) -> bool:
+        """SQLSTATE 40001 (serialization failure, SSI's too) and 40P01 (deadlock)."""
         return isinstance(error, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected))
 
     def bulk_load(self, raw: Any, table: str, columns: Sequence[str], batch: Sequence[np.ndarray]) -> int:

@@ -200,4 +200,82 @@ def test_cli_records_the_isolation_level(tmp_path: Path, capsys: pytest.CaptureF
     assert json.loads(out.read_text())["parameters"]["isolation"] == "SNAPSHOT"
     native = ["bench", "tpcc", "--system", "native-duckdb", "--tiny", "--duration", "1", "--warmup", "0", "--isolation", "read-committed"]
     assert main(native) == 1
-    assert "runs at its engine's own level" in capsys.readouterr().err
+    assert "native-duckdb has no READ COMMITTED level of its own" in capsys.readouterr().err
+    monetdb = ["bench", "tpcc", "--system", "native-monetdb", "--tiny", "--duration", "1", "--warmup", "0", "--isolation", "serializable"]
+    assert main(monetdb) == 1  # refused before a server is started or anything loaded
+    assert "native-monetdb has no SERIALIZABLE level of its own" in capsys.readouterr().err
+
+
+def test_native_postgres_runs_at_its_own_serializable(pg_cluster: Any) -> None:
+    """--isolation serializable puts native-postgres's connections at PostgreSQL's
+    SERIALIZABLE (SSI): a write skew between two of them fails one with SQLSTATE 40001,
+    which the bench counts as an abort. At snapshot they run at REPEATABLE READ, where the
+    same write skew commits both."""
+    from bench.tpcc.run import isolation_name, isolation_options
+
+    url = pg_cluster.create_database(f"tpcc_ssi_{next(_names)}")
+    system = open_system("native-postgres", url=url)
+    try:
+        system.execute_script(["CREATE TABLE doctors (name TEXT PRIMARY KEY, on_call BOOLEAN NOT NULL)",
+                               "INSERT INTO doctors VALUES ('alice', TRUE), ('bob', TRUE)"])
+        outcomes = {}
+        for level, shown in (("serializable", "serializable"), ("snapshot", "repeatable read")):
+            options = isolation_options(system, level)
+            first, second = system.connect(**options), system.connect(**options)
+            try:
+                for conn in (first, second):
+                    cur = conn.cursor()
+                    cur.execute("SHOW transaction_isolation")
+                    assert cur.fetchone()[0] == shown
+                    cur.execute("UPDATE doctors SET on_call = TRUE")  # both back on call, then a fresh transaction
+                    conn.commit()
+                for conn, name in ((first, "alice"), (second, "bob")):  # each sees two on call, takes one off
+                    cur = conn.cursor()
+                    cur.execute("SELECT count(*) FROM doctors WHERE on_call")
+                    assert cur.fetchone()[0] == 2
+                    cur.execute("UPDATE doctors SET on_call = FALSE WHERE name = ?", (name,))
+                aborted = []
+                for conn in (first, second):
+                    try:
+                        conn.commit()
+                    except Exception as error:  # noqa: BLE001 - classified right below
+                        assert system.is_abort(error) and getattr(error, "sqlstate", None) == "40001", error
+                        conn.rollback()
+                        aborted.append(error)
+                outcomes[level] = len(aborted)
+            finally:
+                first.close()
+                second.close()
+        assert outcomes == {"serializable": 1, "snapshot": 0}
+        assert isolation_name(system, "serializable") == "engine's own SERIALIZABLE"
+        assert isolation_name(system, None) == "engine's own REPEATABLE READ"
+    finally:
+        system.close()
+
+
+def test_cli_runs_native_postgres_serializable_and_counts_priority_retries(pg_cluster: Any, tmp_path: Path) -> None:
+    """A short run of each new flag records it: native-postgres at SERIALIZABLE, and
+    tique with --priority, whose re-executions are their own figure beside the aborts."""
+    from tique.cli import main
+
+    from progress import until_progress
+
+    def command(argv: list[str], out: Path) -> Any:
+        def attempt(seconds: float) -> dict:
+            assert main([*argv, "--tiny", "--clients", "2", "--duration", str(seconds), "--warmup", "0", "--out", str(out)]) == 0
+            return json.loads(out.read_text())
+        return until_progress(attempt, lambda written: written["metrics"]["commits"] > 0, seconds=1.0)
+
+    url = pg_cluster.create_database(f"tpcc_cli_ssi_{next(_names)}")
+    written = command(["bench", "tpcc", "--system", "native-postgres", "--url", url, "--isolation", "serializable"],
+                      tmp_path / "native.json")
+    assert written["parameters"]["isolation"] == "engine's own SERIALIZABLE"
+    assert written["metrics"]["commits"] > 0 and written["consistency"]["all_hold"] is True
+    written = command(["bench", "tpcc", "--system", "tique-duckdb", "--url", f"duckdb:///{tmp_path}/p.db",
+                       "--isolation", "serializable", "--priority"], tmp_path / "priority.json")
+    assert written["parameters"]["priority"] is True and written["parameters"]["isolation"] == "SERIALIZABLE"
+    metrics = written["metrics"]
+    assert metrics["commits"] > 0
+    assert metrics["priority_retries"] == sum(t["priority_retries"] for t in metrics["transactions"].values())
+    attempts = metrics["commits"] + metrics["rollbacks"] + metrics["aborts"] + metrics["errors"]
+    assert metrics["abort_rate"] == pytest.approx(metrics["aborts"] / attempts)  # re-executions are no attempts

@@ -44,6 +44,9 @@ class KindStats:
     errors: int = 0  # neither committed nor an abort: a failure the run reports
     latencies: list[float] = field(default_factory=list)  # seconds, of completed transactions
     skipped: int = 0  # Delivery: districts without an undelivered order
+    # tique's priority mode re-executes a transaction that lost certification inside
+    # commit(); each re-execution is counted here, never as an abort of its own.
+    priority_retries: int = 0
     # What the completed transactions cost (Counters of tique/session.py, read the same
     # way off tique and native connections), and the client thread's CPU time.
     round_trips: int = 0
@@ -81,6 +84,7 @@ class KindStats:
         self.errors += other.errors
         self.latencies.extend(other.latencies)
         self.skipped += other.skipped
+        self.priority_retries += other.priority_retries
 
     @property
     def completed(self) -> int:
@@ -129,9 +133,11 @@ class TpccRun:
             "txn_per_s": total.completed / self.seconds if self.seconds else 0.0,
             "commits": total.commits, "rollbacks": total.rollbacks, "aborts": total.aborts, "errors": total.errors,
             "abort_rate": total.abort_rate,
+            "priority_retries": total.priority_retries,
+            "priority_retries_per_txn": total.priority_retries / total.completed if total.completed else 0.0,
             "per_transaction": total.cost(),
             "transactions": {kind: {"commits": s.commits, "rollbacks": s.rollbacks, "aborts": s.aborts,
-                                    "errors": s.errors, "abort_rate": s.abort_rate,
+                                    "errors": s.errors, "abort_rate": s.abort_rate, "priority_retries": s.priority_retries,
                                     "per_s": s.completed / self.seconds if self.seconds else 0.0,
                                     "p50_ms": s.percentile_ms(50), "p95_ms": s.percentile_ms(95),
                                     "p99_ms": s.percentile_ms(99), "per_transaction": s.cost(),
@@ -145,15 +151,20 @@ class TpccRun:
 
 def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: float = 5.0,
         contention: int | None = None, seed: int = 42, mix: Sequence[int] = MIX, isolation: str | None = None,
-        report_every: float | None = None, sampler: Any = None) -> TpccRun:
+        report_every: float | None = None, sampler: Any = None, priority: bool = False) -> TpccRun:
     """Runs the standard mix on `system` (loaded as `loaded` says) and returns what the
     transactions that finished inside the measured window did. `isolation`: tique's level
-    for the clients' transactions (None: tique's default, SNAPSHOT). With `report_every`, it
-    also records every that many seconds of the window the transactions completed in it
-    and, from `sampler` (bench/tpcc/intervals.py), the sizes of tique's tables."""
+    for the clients' transactions (None: tique's default, SNAPSHOT); `priority`: tique's
+    priority mode on every client. With `report_every`, it also records every that many
+    seconds of the window the transactions completed in it and, from `sampler`
+    (bench/tpcc/intervals.py), the sizes of tique's tables."""
     if clients < 1 or duration <= 0 or warmup < 0:
         raise ValueError("need clients >= 1, duration > 0 and warmup >= 0")
     options = isolation_options(system, isolation)
+    if priority:
+        if not system.through_tique:
+            raise ValueError(f"priority mode is tique's; {system.name} has none")
+        options["priority"] = True
     if contention is not None and not 1 <= contention <= loaded.warehouses:
         raise ValueError(f"--contention must be between 1 and the {loaded.warehouses} warehouses")
     constants = Constants.for_run(loaded.c_last_load, random.Random(seed))
@@ -181,6 +192,7 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
             while execute is not None and time.perf_counter() < window[1]:
                 kind = workload.choose(rng)
                 counted = getattr(conn, "counters", None)
+                retried_before = getattr(conn, "priority_retries", 0)
                 cpu_began = time.thread_time()
                 began = time.perf_counter()
                 outcome = None
@@ -203,6 +215,7 @@ def run(system: Any, loaded: Loaded, clients: int, duration: float, warmup: floa
                 if not window[0] <= finished < window[1]:
                     continue  # warm-up, or past the end
                 s = stats[kind]
+                s.priority_retries += getattr(conn, "priority_retries", 0) - retried_before
                 if status == "commit":
                     s.commits += 1
                     s.skipped += outcome.skipped if outcome else 0
@@ -281,7 +294,7 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
               contention: int | None = None, url: str | None = None, out: str | None = None, scale: Scale = FULL,
               checkpoint_ms: int | None = 1000, seed: int = 42, system: Any = None, console: Any = None,
               progress: bool = True, mix: Sequence[int] = MIX, isolation: str | None = None,
-              report_every: float | None = None) -> Result:
+              report_every: float | None = None, priority: bool = False) -> Result:
     """Loads (or reuses the load at `url`), runs, checks consistency, writes `out` and
     prints a table. `system` may be an open system (the caller closes it); otherwise one
     is opened on `url`, or on a fresh database that is removed afterwards."""
@@ -301,14 +314,14 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
             "contention": contention, "scale": asdict(loaded.scale), "full_scale": loaded.scale == FULL,
             "url": _redacted(url), "seed": seed, "think_time": 0, "clients_are": "threads", "aborts_retried": False,
             "tique_options": dict(system.tique_options) if system.through_tique else None,
-            "mix": dict(zip(KINDS, mix)), "isolation": isolation_name(system, isolation), "report_every_s": report_every})
+            "mix": dict(zip(KINDS, mix)), "isolation": isolation_name(system, isolation), "report_every_s": report_every, "priority": priority})
         sampler = None
         if report_every and system.through_tique:
             from bench.tpcc.intervals import TableSampler
 
             sampler = TableSampler(system)
         try:
-            tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation, report_every, sampler)
+            tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation, report_every, sampler, priority)
         finally:
             if sampler is not None:
                 sampler.close()
@@ -321,26 +334,42 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
         return finish(result, out, show, console)
 
 
+# The levels a native system runs at when asked: tique's level -> the engine's own name for
+# it. native-postgres has all three (SERIALIZABLE is its SSI); DuckDB and MonetDB have only
+# snapshot isolation, so they refuse the others rather than run at a level nobody asked for.
+NATIVE_LEVELS: dict[str, dict[IsolationLevel, str]] = {
+    "native-postgres": {IsolationLevel.READ_COMMITTED: "READ COMMITTED", IsolationLevel.SNAPSHOT: "REPEATABLE READ",
+                        IsolationLevel.SERIALIZABLE: "SERIALIZABLE"},
+    "native-duckdb": {IsolationLevel.SNAPSHOT: "snapshot isolation"},
+    "native-monetdb": {IsolationLevel.SNAPSHOT: "snapshot isolation"},
+}
+
+
 def isolation_options(system: Any, isolation: str | None) -> dict[str, Any]:
-    """The connect options of a client at `isolation`; native systems run at their engine's
-    own level, so they refuse any other."""
+    """The connect options of a client at `isolation`. A native system runs at its engine's
+    own level of that name and refuses a level its engine does not have."""
     if isolation is None:
         return {}
     if not system.through_tique:
         _native_level(system.name, isolation)
-        return {}
     return {"isolation_level": isolation}
 
 
-def _native_level(name: str, isolation: str) -> None:
-    if parse_level(isolation) is not IsolationLevel.SNAPSHOT:
-        raise ValueError(f"--isolation {isolation}: {name} runs at its engine's own level; levels are chosen for tique systems")
+def _native_level(name: str, isolation: str) -> str:
+    levels = NATIVE_LEVELS.get(name, {})
+    level = parse_level(isolation)
+    if level not in levels:
+        has = ", ".join(l.value for l in levels) or "none of tique's"
+        raise ValueError(f"--isolation {isolation}: {name} has no {level.value} level of its own "
+                         f"(its engine offers {has}); run tique-{name.split('-', 1)[1]} for {level.value}")
+    return levels[level]
 
 
 def isolation_name(system: Any, isolation: str | None) -> str:
     """The level the clients ran at, as recorded in the result."""
     if not system.through_tique:
-        return "engine's own (snapshot isolation)"
+        level = _native_level(system.name, isolation or IsolationLevel.SNAPSHOT.value)
+        return f"engine's own {level}" if level != "snapshot isolation" else "engine's own (snapshot isolation)"
     return parse_level(isolation or IsolationLevel.SNAPSHOT).value
 
 
@@ -356,12 +385,12 @@ def show(result: Result, console: Any = None) -> None:
     rows = []
     for kind, s in m["transactions"].items():
         cost = s.get("per_transaction") or {}
-        rows.append([SHORT_KINDS[kind], s["commits"] + s["rollbacks"], round(s["abort_rate"] * 100, 1),
+        rows.append([SHORT_KINDS[kind], s["commits"] + s["rollbacks"], round(s["abort_rate"] * 100, 1), s.get("priority_retries", 0),
                      round(s["per_s"], 1), round(s["p99_ms"], 1),
                      *(round(cost[k], 1) if k in cost else "-" for k in ("round_trips", "engine_commits", "engine_ms", "client_cpu_ms"))])
-    title = (f"TPC-C {result.system}: W={p['warehouses']}, {p['clients']} client(s), {p['duration_s']:g} s"
+    title = (f"TPC-C {result.system} at {p.get('isolation', '?')}: W={p['warehouses']}, {p['clients']} client(s), {p['duration_s']:g} s"
              + (f", 99% on {p['contention']} warehouse(s)" if p.get("contention") else ""))
-    table(title, ["type", "done", "abort%", "/s", "p99ms", "trips", "commits", "eng ms", "cpu ms"], rows, console)
+    table(title, ["type", "done", "abort%", "prio retries", "/s", "p99ms", "trips", "commits", "eng ms", "cpu ms"], rows, console)
     console = console or Console()
     console.print("per completed transaction: round trips, engine commits, ms waiting on the engine, client CPU ms"
                   " (embedded DuckDB runs in the client thread: its CPU is in both)")
@@ -371,6 +400,7 @@ def show(result: Result, console: Any = None) -> None:
         checked = ", ".join(str(c["number"]) for c in result.consistency["conditions"])
         verdict_text = f"conditions {checked} all hold" if not failed else f"VIOLATED: {', '.join(failed)}"
     console.print(f"tpmC {m['tpmC']:,.0f}  txn/s {m['txn_per_s']:,.1f}  abort rate {m['abort_rate']:.1%}  "
+                  f"priority retries {m.get('priority_retries', 0)} (not aborts)  "
                   f"errors {m['errors']}  (done = commits + {m['rollbacks']} New-Order user rollbacks)")
     console.print(f"consistency: {verdict_text}")
     for sample in m["error_samples"]:
