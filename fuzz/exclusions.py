@@ -4,6 +4,9 @@ A class is excluded when tique is known to get it wrong and the fix is elsewhere
 generator turns the matching switch off (or rejects matching statements) so that the
 default run stays green and finds the *next* class. Every entry names its bug; remove the
 entry once the bug is fixed, and the fuzzer covers the class again.
+
+Where the native engine, not tique, departs from SQL, nothing is left out: the run compares
+tique with SQL's meaning there instead (fuzz/departures.py).
 """
 from __future__ import annotations
 
@@ -46,29 +49,7 @@ class Exclusion:
     rejects: Callable[[exp.Expression], bool] | None = None  # statements matching are regenerated
 
 
-def _unaliased_column_holding(*kinds: type) -> Callable[[exp.Expression], bool]:
-    """Matches a top-level output column without an alias whose expression holds one of `kinds`."""
-    def matches(tree: exp.Expression) -> bool:
-        return isinstance(tree, exp.Select) and any(
-            not isinstance(item, exp.Alias) and item.find(*kinds) is not None for item in tree.expressions)
-    return matches
-
-
-EXCLUSIONS: tuple[Exclusion, ...] = (
-    Exclusion("unaliased-subquery-column-name",
-              "DuckDB names an unaliased output column after its expression's text, and where that expression "
-              "holds a subquery over a tique table the name tique's result carries spells out the whole snapshot "
-              "rewrite (SELECT (SELECT MAX(k) FROM t) FROM t: native column '(SELECT max(k) FROM t)', through "
-              "tique '(SELECT max(k) FROM ((SELECT s.k FROM t_storage AS s WHERE ...' ); PostgreSQL names it "
-              "after the function and is unaffected",
-              "open", rejects=_unaliased_column_holding(exp.Select)),
-    Exclusion("unaliased-parameter-column-name",
-              "DuckDB names an unaliased output column after its expression's text, parameter markers included, "
-              "and tique renumbers the markers (its snapshot takes $1..$3): SELECT x IN (NULL, ?, NULL) IS NULL "
-              "FROM t is named '((x IN (NULL, $1, NULL)) IS NULL)' natively, '((x IN (NULL, $4, NULL)) IS NULL)' "
-              "through tique; PostgreSQL names it ?column? and is unaffected",
-              "open", rejects=_unaliased_column_holding(exp.Placeholder)),
-)
+EXCLUSIONS: tuple[Exclusion, ...] = ()
 
 
 def default_features(*, include_excluded: bool = False) -> Features:

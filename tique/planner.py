@@ -16,6 +16,7 @@ from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
 from tique.catalog import TableDef, normalize, table_def_from_create
+from tique.column_names import name_columns_as_native
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
@@ -408,6 +409,7 @@ def _make_plan(sql: str, backend: Backend, lookup: Lookup, formulation: Formulat
     if isinstance(tree, (exp.Query, exp.Insert, exp.Update, exp.Delete)):
         tree = _expand_views(tree, objects, sql)
         _alias_as_written(tree, lookup)
+        name_columns_as_native(tree, sql, backend.dialect)
         if backend.dialect == "duckdb":  # the engine with a rowid pseudo-column
             expose_rowid(tree, lookup, sql)
     refuse_what_the_engine_rejects(tree, backend.dialect, sql)
