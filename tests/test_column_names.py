@@ -71,7 +71,7 @@ EXTRA: dict[str, list[tuple[str, tuple]]] = {
                  ("SELECT s || ?, ARRAY[k, a], ROW(k, a) FROM t", ("z",)),
                  ("SELECT $1::int + k, $2::int FROM t", (1, 2)),
                  ("SELECT count(*) FILTER (WHERE a > 1) FROM t", ())],
-    "monetdb": [("SELECT s || ?, d FROM t", ("z",)),
+    "monetdb": [("SELECT s || ?, d + INTERVAL '1' DAY, INTERVAL '2' MONTH FROM t", ("z",)),
                 ("SELECT CAST(? AS INTEGER) * k, k FROM t", (2,))],
 }
 
