@@ -62,13 +62,13 @@ PORTABLE: list[tuple[str, tuple]] = [
     ("SELECT k + ? FROM u WHERE k = ?", (1, 3)),
 ]
 EXTRA: dict[str, list[tuple[str, tuple]]] = {
-    "duckdb": [("SELECT a::VARCHAR, k::DOUBLE, ?::INTEGER FROM t", (3,)),
+    "duckdb": [("SELECT a::BIGINT, k::DOUBLE, ?::INTEGER, s::TEXT FROM t", (3,)),
                ("SELECT s || ?, list_value(k, a), {'x': k} FROM t", ("z",)),
                ("SELECT $1 + k, $2 FROM t", (1, 2)),
                ("SELECT count(*) FILTER (WHERE a > 1), first(k ORDER BY k) FROM t", ()),
-               ("SELECT d + INTERVAL 1 DAY, s ILIKE ? FROM t", ("A%",))],
-    "postgres": [("SELECT a::text, k::float8, ?::int FROM t", (3,)),
-                 ("SELECT s || ?, ARRAY[k, a], ROW(k, a) FROM t", ("z",)),
+               ("SELECT d + INTERVAL '1' DAY, s ILIKE ? FROM t", ("A%",))],
+    "postgres": [("SELECT a::TEXT, k::BIGINT, ?::INT FROM t", (3,)),
+                 ("SELECT s || ?, ROW(k, a) FROM t", ("z",)),
                  ("SELECT $1::int + k, $2::int FROM t", (1, 2)),
                  ("SELECT count(*) FILTER (WHERE a > 1) FROM t", ())],
     "monetdb": [("SELECT s || ?, d + INTERVAL '1' DAY, INTERVAL '2' MONTH FROM t", ("z",)),
