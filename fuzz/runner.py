@@ -118,7 +118,7 @@ def engine_features(engine: str, include_excluded: bool) -> Features:
 
 
 def random_case(seed: int, statements: int, options: SchemaOptions = SchemaOptions(),
-                features: Features | None = None, include_excluded: bool = False) -> Case:
+                features: Features | None = None, include_excluded: bool = False, engine: str | None = None) -> Case:
     rng = random.Random(seed)
     schema = random_schema(rng, options)
     rows = {t.name: random_rows(rng, t) for t in schema.tables}
@@ -126,7 +126,8 @@ def random_case(seed: int, statements: int, options: SchemaOptions = SchemaOptio
     made: list[Statement] = []
     while len(made) < statements:
         statement = generator.statement()
-        if rejected(statement.tree, include_excluded=include_excluded) is None:
+        if all(rejected(tree, include_excluded=include_excluded, engine=engine) is None
+               for tree in (statement.tree, statement.partitioned) if tree is not None):
             made.append(statement)
     commit_after = frozenset(i for i in range(statements) if rng.random() < 0.25)
     return Case(schema, rows, made, commit_after, seed)
@@ -450,7 +451,8 @@ def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None
         seed = config.seed * 1_000_003 + case_number
         case_number += 1
         case = random_case(seed, config.statements_per_case, config.schema_options,
-                           features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded)
+                           features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded,
+                           engine=env.engine)
         case_started = time.monotonic()
         report, ran = run_case(env, case)
         summary.slowest_case = max(summary.slowest_case, (time.monotonic() - case_started, seed))
