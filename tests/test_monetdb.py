@@ -98,17 +98,17 @@ def test_point_statements_stay_prepared_across_analytical_reads_and_decimals(mon
         conn.close()
 
 
-@pytest.mark.xfail(strict=True, reason="open (fuzz/exclusions.py, monetdb-values-boolean-and-integer-alike): MonetDB types a "
-                                       "VALUES column of CAST(1 AS INT), CAST(0 AS INT) as the BOOLEAN column beside it")
+@pytest.mark.xfail(strict=True, reason="open (fuzz/exclusions.py, monetdb-values-columns-alike): MonetDB types a VALUES "
+                                       "column of cast constants as another column holding the same constants")
 def test_rows_whose_boolean_and_integer_columns_hold_alike_values_insert(monetdb_url: str) -> None:
     """Natively this INSERT writes both rows; through tique the rows become a VALUES
     derived table of values cast to their columns' types, which MonetDB mistypes."""
     conn = tique.connect(monetdb_url, autocommit=True)
     try:
         cur = conn.cursor()
-        cur.execute("CREATE TABLE alike (b BOOLEAN, n INTEGER)")
-        cur.execute("INSERT INTO alike VALUES (?, ?), (?, ?)", (True, 1, False, 0))
-        cur.execute("SELECT b, n FROM alike ORDER BY n")
-        assert cur.fetchall() == [(False, 0), (True, 1)]
+        cur.execute("CREATE TABLE alike (b BOOLEAN, n INTEGER, m BIGINT)")
+        cur.execute("INSERT INTO alike VALUES (?, ?, ?), (?, ?, ?)", (True, 1, 1, False, 0, 0))
+        cur.execute("SELECT b, n, m FROM alike ORDER BY n")
+        assert cur.fetchall() == [(False, 0, 0), (True, 1, 1)]
     finally:
         conn.close()
