@@ -454,7 +454,10 @@ def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None
                            features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded,
                            engine=env.engine)
         case_started = time.monotonic()
-        report, ran = run_case(env, case)
+        try:
+            report, ran = run_case(env, case)
+        except Exception as error:  # the engine failed beneath the run (a crash, a hang): say which case
+            raise RuntimeError(f"{env.engine}: case seed {seed}: {type(error).__name__}: {error}") from error
         summary.slowest_case = max(summary.slowest_case, (time.monotonic() - case_started, seed))
         summary.cases += 1
         summary.statements += report.statements
