@@ -16,10 +16,13 @@ from the engine per statement (tique/backends/monetdb.py, Naming).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
 from sqlglot import exp
+
+from tique.rewrite.params import USER_PREFIX
 
 _parser_lock = threading.Lock()
 _parser: Any = None  # an in-memory DuckDB connection: only its parser is used
@@ -41,6 +44,30 @@ def name_columns_as_native(tree: exp.Expression, sql: str, dialect: str) -> None
     for item, name in zip(list(select.expressions), names):
         if name is not None and _named_by_text(item):
             item.replace(exp.alias_(item.copy(), exp.to_identifier(name, quoted=True)))
+
+
+_CREATE_AS = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:(?:TEMP|TEMPORARY)\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"(?:\"[^\"]*\"|\w+)(?:\.(?:\"[^\"]*\"|\w+))*\s+AS\s+(?P<query>.*?)(?:\s+WITH\s+(?:NO\s+)?DATA)?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+
+
+def name_created_columns_as_native(query: exp.Expression, sql: str, dialect: str) -> None:
+    """CREATE TABLE ... AS query names the new table's columns as the query's result columns
+    (through tique, the rewritten query's would spell its snapshots). The query's own text
+    is cut from `sql`; where that fails, it is regenerated from `query` (as parsed, before
+    any rewrite), which DuckDB reads as the same statement (tests/test_round_trip.py)."""
+    if dialect != "duckdb" or not isinstance(query, exp.Query):
+        return
+    found = _CREATE_AS.match(sql)
+    text = found.group("query") if found else None
+    if text is None or _duckdb_names(text) is None:
+        plain = query.copy()
+        for marker in list(plain.find_all(exp.Placeholder)):
+            if marker.name.startswith(USER_PREFIX):
+                marker.replace(exp.Placeholder(this=marker.name[len(USER_PREFIX):]))
+        text = plain.sql("duckdb")
+    name_columns_as_native(query, text, dialect)
 
 
 def _leftmost_select(tree: exp.Expression) -> exp.Select | None:
