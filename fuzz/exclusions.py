@@ -55,42 +55,12 @@ def _except_all_of_full_joins_ordered_and_limited(tree: exp.Expression) -> bool:
             and tree.find(exp.Limit) is not None and any(j.side == "FULL" for j in tree.find_all(exp.Join)))
 
 
-def _row_value(node: exp.Expression) -> object:
-    if isinstance(node, exp.Placeholder):
-        return node.meta.get("value")
-    if isinstance(node, exp.Boolean):
-        return node.this
-    if isinstance(node, exp.Literal) and not node.is_string:
-        return node.this
-    return node.sql()
-
-
-def _columns_alike(tree: exp.Expression) -> bool:
-    """An INSERT of several VALUES rows where two columns hold, row by row, the same values
-    (TRUE and 1 alike)."""
-    values = tree.expression if isinstance(tree, exp.Insert) else None
-    if not isinstance(values, exp.Values) or len(values.expressions) < 2:
-        return False
-    columns = [tuple(str(int(v)) if isinstance(v, bool) else str(v) for v in c)
-               for c in zip(*[[_row_value(v) for v in row.expressions] for row in values.expressions])]
-    return len(set(columns)) < len(columns)
-
-
 def _aggregate_of_null_ordered(tree: exp.Expression) -> bool:
     return tree.find(exp.Order) is not None and any(
         isinstance(a.this, exp.Null) for a in tree.find_all(exp.AggFunc) if not isinstance(a.parent, exp.Window))
 
 
 EXCLUSIONS: tuple[Exclusion, ...] = (
-    Exclusion("monetdb-values-columns-alike",
-              "through tique, INSERT INTO t (b BOOLEAN, n INT) VALUES (?, ?), (?, ?) with (TRUE, 1, FALSE, 0), or "
-              "t (n INT, m BIGINT) with (5, 5, 7, 7), fails on MonetDB with 'Append failed' (natively it inserts): "
-              "tique's rows become a VALUES derived table with each value cast to its column's type, and MonetDB "
-              "gives a column of such constants the type of another column holding the same constants (natively "
-              "SELECT * FROM (VALUES (CAST(true AS BOOLEAN), CAST(1 AS INT)), (CAST(false AS BOOLEAN), CAST(0 AS "
-              "INT))) AS v(b, n) returns booleans for n); the same rows as SELECT ... UNION ALL SELECT ... insert, "
-              "so tique must render them otherwise on MonetDB",
-              "open", rejects=_columns_alike, engines=frozenset({"monetdb"})),
     Exclusion("monetdb-crashes-on-ordered-aggregate-of-null",
               "native MonetDB (11.45) crashes (the server process dies) on SELECT MIN(NULL) AS m FROM t ORDER BY m; "
               "the fuzzer met it as SELECT MAX(UPPER('ab')) AS o1, MIN(NULL) AS o2 ... ORDER BY ..., o2 LIMIT 2 "

@@ -98,17 +98,22 @@ def test_point_statements_stay_prepared_across_analytical_reads_and_decimals(mon
         conn.close()
 
 
-@pytest.mark.xfail(strict=True, reason="open (fuzz/exclusions.py, monetdb-values-columns-alike): MonetDB types a VALUES "
-                                       "column of cast constants as another column holding the same constants")
-def test_rows_whose_boolean_and_integer_columns_hold_alike_values_insert(monetdb_url: str) -> None:
-    """Natively this INSERT writes both rows; through tique the rows become a VALUES
-    derived table of values cast to their columns' types, which MonetDB mistypes."""
+def test_rows_whose_columns_hold_alike_values_insert(monetdb_url: str) -> None:
+    """Natively these INSERTs write their rows. tique's rows become a VALUES derived table
+    of values cast to their columns' types, and MonetDB gave a column of such constants
+    the type of another column holding the same constants (CAST(1 AS INT) beside
+    CAST(TRUE AS BOOLEAN) or CAST(1 AS BIGINT)): 'Append failed' (fuzzer reproduction)."""
     conn = tique.connect(monetdb_url, autocommit=True)
     try:
         cur = conn.cursor()
-        cur.execute("CREATE TABLE alike (b BOOLEAN, n INTEGER, m BIGINT)")
-        cur.execute("INSERT INTO alike VALUES (?, ?, ?), (?, ?, ?)", (True, 1, 1, False, 0, 0))
-        cur.execute("SELECT b, n, m FROM alike ORDER BY n")
-        assert cur.fetchall() == [(False, 0, 0), (True, 1, 1)]
+        cur.execute("CREATE TABLE alike (b BOOLEAN, n INTEGER, m BIGINT, s SMALLINT, c BOOLEAN NOT NULL)")
+        cur.execute("INSERT INTO alike VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", (True, 1, 1, 1, True, False, 0, 0, 0, False))
+        cur.execute("INSERT INTO alike (n, b, m, s, c) VALUES (5, TRUE, ?, ?, ?), (7, ?, 7, 7, FALSE)", (5, 5, True, None))
+        cur.executemany("INSERT INTO alike VALUES (?, ?, ?, ?, ?)", [(True, 1, 1, 1, True), (False, 0, 0, 0, False)])
+        cur.execute("INSERT INTO alike (n, m, c) VALUES (?, ?, TRUE), (?, ?, TRUE)", (1.5, 2.5, 7, 7))  # converted as natively
+        cur.execute("SELECT b, n, m, s, c FROM alike")
+        assert sorted(cur.fetchall(), key=repr) == sorted(
+            [(True, 1, 1, 1, True), (False, 0, 0, 0, False), (True, 5, 5, 5, True), (None, 7, 7, 7, False),
+             (True, 1, 1, 1, True), (False, 0, 0, 0, False), (None, 2, 3, None, True), (None, 7, 7, None, True)], key=repr)
     finally:
         conn.close()

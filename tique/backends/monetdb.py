@@ -710,6 +710,13 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
     later string fails to convert. The rewriter casts every bare value of the rows it
     builds (tq_new) to its column's type except in text columns; those get TEXT, which
     truncates nothing (the cache's VARCHAR(n) still rejects an over-long value).
+
+    A boolean or integer value also makes a round trip through text, CAST(CAST(CAST(x AS
+    INT) AS TEXT) AS INT): MonetDB gives a VALUES column of such constants the type of
+    another column holding the same constants (CAST(1 AS INT) beside CAST(TRUE AS BOOLEAN)
+    or CAST(1 AS BIGINT) comes out boolean or bigint, and the insert fails with 'Append
+    failed'); a value made from text is no such constant. The inner cast keeps the
+    conversion the value gets natively.
     Returns `tree` itself when it has no such values, else a changed copy."""
     if not any(v.alias == NEW for v in tree.find_all(exp.Values)):
         return tree
@@ -721,7 +728,20 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
             for value in list(row.expressions):
                 if isinstance(value, (exp.Placeholder, exp.Null)):
                     value.replace(exp.cast(value.copy(), _TEXT.copy()))
+                elif isinstance(value, exp.Boolean):
+                    value.replace(_through_text(exp.cast(value.copy(), exp.DataType.build("BOOLEAN"))))
+                elif isinstance(value, exp.Cast) and value.to.this in _ALIKE_WHEN_EQUAL:
+                    value.replace(_through_text(value.copy()))
     return tree
+
+
+# The types whose equal constants MonetDB confuses in a VALUES derived table (see above).
+_ALIKE_WHEN_EQUAL = {exp.DataType.Type.BOOLEAN, exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT,
+                     exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.INT128}
+
+
+def _through_text(cast: exp.Cast) -> exp.Cast:
+    return exp.Cast(this=exp.cast(cast, _TEXT.copy()), to=cast.to.copy())
 
 
 _TEXT = exp.DataType.build("TEXT")
