@@ -23,7 +23,7 @@ from tique import errors
 from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite import faithful
-from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
+from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_marked, shift_user_params
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession
@@ -542,7 +542,8 @@ class MonetDBBackend(Backend):
             compiled.sql.direct = direct  # type: ignore[attr-defined]
             return compiled
 
-        return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
+        first = render_marked(_first_row_apart(row.copy()), self.dialect)
+        return _FirstRowApart(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish, first)
 
     def _render(self, tree: exp.Expression) -> Compiled:
         try:
@@ -711,12 +712,7 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
     builds (tq_new) to its column's type except in text columns; those get TEXT, which
     truncates nothing (the cache's VARCHAR(n) still rejects an over-long value).
 
-    A boolean or integer value also makes a round trip through text, CAST(CAST(CAST(x AS
-    INT) AS TEXT) AS INT): MonetDB gives a VALUES column of such constants the type of
-    another column holding the same constants (CAST(1 AS INT) beside CAST(TRUE AS BOOLEAN)
-    or CAST(1 AS BIGINT) comes out boolean or bigint, and the insert fails with 'Append
-    failed'); a value made from text is no such constant. The inner cast keeps the
-    conversion the value gets natively.
+    Of several rows, the first one's values are scalar subqueries (see _first_row_apart).
     Returns `tree` itself when it has no such values, else a changed copy."""
     if not any(v.alias == NEW for v in tree.find_all(exp.Values)):
         return tree
@@ -728,20 +724,21 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
             for value in list(row.expressions):
                 if isinstance(value, (exp.Placeholder, exp.Null)):
                     value.replace(exp.cast(value.copy(), _TEXT.copy()))
-                elif isinstance(value, exp.Boolean):
-                    value.replace(_through_text(exp.cast(value.copy(), exp.DataType.build("BOOLEAN"))))
-                elif isinstance(value, exp.Cast) and value.to.this in _ALIKE_WHEN_EQUAL:
-                    value.replace(_through_text(value.copy()))
+        if len(values.expressions) > 1:
+            _first_row_apart(values.expressions[0])
     return tree
 
 
-# The types whose equal constants MonetDB confuses in a VALUES derived table (see above).
-_ALIKE_WHEN_EQUAL = {exp.DataType.Type.BOOLEAN, exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT,
-                     exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.INT128}
-
-
-def _through_text(cast: exp.Cast) -> exp.Cast:
-    return exp.Cast(this=exp.cast(cast, _TEXT.copy()), to=cast.to.copy())
+def _first_row_apart(row: exp.Tuple) -> exp.Tuple:
+    """Each value of `row` as a scalar subquery, (SELECT CAST(? AS INT)). MonetDB gives a
+    VALUES column whose rows are all constants the type of another such column holding the
+    same constants: CAST(1 AS INT) beside CAST(1 AS BIGINT) or CAST(TRUE AS BOOLEAN), and
+    any two columns of NULLs, come out of one type, and the insert fails with 'Append
+    failed'. A column whose first row is no constant is kept apart; the first row still
+    types the column. A single row needs none of it."""
+    for value in list(row.expressions):
+        value.replace(exp.Subquery(this=exp.Select(expressions=[value.copy()])))
+    return row
 
 
 _TEXT = exp.DataType.build("TEXT")
@@ -769,6 +766,18 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
         derived.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=derived.args["alias"],
                                   joins=derived.args["joins"]))
     return tree
+
+
+@dataclass(frozen=True)
+class _FirstRowApart(RowTemplate):
+    """Rows of one shape whose first row, of several, is `first` (see _first_row_apart)."""
+    first: str = ""
+
+    def expand(self, rows: int) -> Compiled:
+        if rows < 2:
+            return super().expand(rows)
+        body = ", ".join(shift_user_params(self.row, k * self.width) if k else self.first for k in range(rows))
+        return self.finish(self.head.replace(ROWS.name, body, 1))
 
 
 def _direct(tree: exp.Expression) -> bool:
