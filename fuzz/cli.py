@@ -55,16 +55,20 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{engine}: {summary.cases} cases, {summary.statements} statements, {summary.compared} compared "
                   f"through tique (autocommit and transactions), {summary.refused} refused "
                   f"({summary.refused_fraction:.1%}), {summary.undefined} undefined (skipped), "
+                  f"{sum(summary.departures.values())} compared with SQL's meaning where {engine} departs from it, "
                   f"{len(summary.failures)} wrong results; slowest case {summary.slowest_case[0]:.1f}s "
                   f"(seed {summary.slowest_case[1]})", flush=True)
+            for name, count in sorted(summary.departures.items(), key=lambda kv: -kv[1]):
+                print(f"  departure {count}x: {name} (fuzz/departures.py)")
             for reason, count in sorted(summary.refusal_reasons.items(), key=lambda kv: -kv[1])[:10]:
                 print(f"  refused {count}x: {reason}")
             for case, difference in summary.failures:
                 wrong += 1
                 _, text = reproduction(env, case, difference, budget=args.shrink_budget)
                 print(text, flush=True)
-    if not args.include_excluded and EXCLUSIONS:
-        print("not generated (known bugs, fuzz/exclusions.py): " + ", ".join(e.name for e in EXCLUSIONS))
+    left_out = [e.name for e in EXCLUSIONS if not args.include_excluded or e.status == "engine"]
+    if left_out:
+        print("not generated (known bugs, fuzz/exclusions.py): " + ", ".join(left_out))
     print("wrong results: " + str(wrong))
     return 1 if wrong else 0
 

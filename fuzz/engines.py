@@ -159,6 +159,9 @@ class NativePostgres(Native):
 
 
 
+NATIVE_MONETDB_TIMEOUT_S = 300  # generous: a case's statements take well under a second
+
+
 class NativeMonetDB(Native):
     engine = "monetdb"
 
@@ -171,6 +174,11 @@ class NativeMonetDB(Native):
                                       password=parts.password, database=parts.path.lstrip("/"), autocommit=True)
         self.conn.cursor().execute(f"CREATE SCHEMA {schema}")
         self.conn.cursor().execute(f"SET SCHEMA {schema}")
+        # MonetDB can loop forever on a query over a few rows (fuzz/exclusions.py) and honours
+        # no query timeout then: the run stops with the statement rather than wait forever.
+        sock = getattr(getattr(self.conn, "mapi", None), "sock", None)
+        if sock is not None:
+            sock.settimeout(NATIVE_MONETDB_TIMEOUT_S)
 
     def execute(self, sql: str, params: Sequence[Any], *, write: bool) -> Outcome:
         try:
@@ -180,6 +188,8 @@ class NativeMonetDB(Native):
                 return Outcome("count", count=int(cur.rowcount))
             names = tuple(d[0] for d in cur.description or ())
             return Outcome("rows", names, tuple(tuple(r) for r in cur.fetchall()))
+        except TimeoutError as error:
+            raise RuntimeError(f"native MonetDB gave no answer in {NATIVE_MONETDB_TIMEOUT_S} s to: {sql}") from error
         except Exception as error:
             return _error(error)
 

@@ -24,6 +24,7 @@ from sqlglot import exp
 
 import tique
 from fuzz.compare import same_outcome, same_rows, same_tables
+from fuzz.departures import DUPLICATE_KEY, DUPLICATE_KEY_ENGINES, departure_of, duplicate_key_queries
 from fuzz.engines import Environment, Native, Outcome, render, run_tique
 from fuzz.exclusions import Features, default_features, rejected
 from fuzz.generate import Generator, Statement
@@ -64,6 +65,7 @@ class CaseReport:
     compared: int = 0  # statements compared through tique, both modes
     refused: int = 0
     undefined: int = 0  # skipped: the two native runs disagreed
+    departures: dict[str, int] = field(default_factory=dict)  # compared with SQL's meaning, not the engine's (fuzz/departures.py)
     statements: int = 0
     refusals: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
@@ -116,7 +118,7 @@ def engine_features(engine: str, include_excluded: bool) -> Features:
 
 
 def random_case(seed: int, statements: int, options: SchemaOptions = SchemaOptions(),
-                features: Features | None = None, include_excluded: bool = False) -> Case:
+                features: Features | None = None, include_excluded: bool = False, engine: str | None = None) -> Case:
     rng = random.Random(seed)
     schema = random_schema(rng, options)
     rows = {t.name: random_rows(rng, t) for t in schema.tables}
@@ -124,7 +126,8 @@ def random_case(seed: int, statements: int, options: SchemaOptions = SchemaOptio
     made: list[Statement] = []
     while len(made) < statements:
         statement = generator.statement()
-        if rejected(statement.tree, include_excluded=include_excluded) is None:
+        if all(rejected(tree, include_excluded=include_excluded, engine=engine) is None
+               for tree in (statement.tree, statement.partitioned) if tree is not None):
             made.append(statement)
     commit_after = frozenset(i for i in range(statements) if rng.random() < 0.25)
     return Case(schema, rows, made, commit_after, seed)
@@ -141,6 +144,17 @@ def insert_rows(table: Table, rows: list[tuple]) -> exp.Insert:
 
 def _tables_native(native: Native, schema: Schema, engine: str) -> dict[str, Outcome]:
     return {t.name: native.execute(f"SELECT * FROM {t.name}", (), write=False) for t in schema.tables}
+
+
+def _holds_duplicate_keys(native: Native, schema: Schema) -> bool:
+    for table in schema.tables:
+        for query in duplicate_key_queries(table):
+            outcome = native.execute(query, (), write=False)
+            if outcome.kind != "rows":
+                raise RuntimeError(f"native duplicate-key check failed: {outcome.error}")
+            if outcome.rows[0][0]:
+                return True
+    return False
 
 
 def _tables_tique(conn: tique.Connection, schema: Schema, engine: str) -> dict[str, Outcome]:
@@ -186,11 +200,17 @@ class Expected:
     params: tuple
     outcome: Outcome
     tables: dict[str, Outcome] | None  # after a successful write
+    departure: str | None = None  # the outcome is SQL's meaning, where the engine departs from it
+
+    def brief(self) -> str:
+        shown = self.outcome.brief()
+        return f"{shown} (SQL's meaning; natively: {self.departure})" if self.departure else shown
 
 
-def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], dict[str, Outcome], int]:
+def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], dict[str, Outcome], int, dict[str, int]]:
     """The reference outcome of every statement (None where undefined), the tables as
-    loaded, and how many statements were undefined."""
+    loaded, how many statements were undefined, and how many statements met each of the
+    engine's departures from SQL (fuzz/departures.py), compared with the standard meaning."""
     engine = env.engine
     first, second = env.native(), env.native()
     try:
@@ -199,12 +219,40 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
         initial = _tables_native(first, case.schema, engine)
         expected: list[Expected | None] = []
         undefined = 0
+        departures: dict[str, int] = {}
         for statement in case.statements:
             sql, params = statement.sql(engine)
             first.begin()
             second.begin()
             a = first.execute(sql, params, write=statement.is_write)
             b = second.execute(sql, params, write=statement.is_write)
+            departure = next((d for d in (departure_of(engine, o.error) for o in (a, b) if o.kind == "error") if d), None)
+            meaning = None
+            if departure is not None:
+                # the engine refuses what SQL means: its answer to an equivalent statement it runs by the standard
+                first.rollback()
+                second.rollback()
+                standard = departure.standard(statement.tree)
+                if standard is None:
+                    departures[f"{departure.name} (not compared)"] = departures.get(f"{departure.name} (not compared)", 0) + 1
+                    expected.append(None)
+                    continue
+                departures[departure.name] = departures.get(departure.name, 0) + 1
+                meaning = f"{departure.name}: {(a if a.kind == 'error' else b).error}"
+                first.begin()
+                second.begin()
+                a = first.execute(*render(standard, engine), write=statement.is_write)
+                b = second.execute(*render(standard, engine), write=statement.is_write)
+            if statement.is_write and engine in DUPLICATE_KEY_ENGINES and (
+                    (a.kind == "count" and _holds_duplicate_keys(first, case.schema))
+                    or (b.kind == "count" and _holds_duplicate_keys(second, case.schema))):
+                # the engine accepted a write that leaves a duplicate key: SQL fails it
+                first.rollback()
+                second.rollback()
+                departures[DUPLICATE_KEY] = departures.get(DUPLICATE_KEY, 0) + 1
+                failed = Outcome("error", error="IntegrityError: duplicate key")
+                expected.append(Expected(sql, params, failed, None, f"{DUPLICATE_KEY}: accepted, leaving a duplicate key"))
+                continue
             defined = same_outcome(a, b, ordered=statement.ordered)
             tables = None
             if defined and statement.is_write and a.kind == "count":
@@ -223,8 +271,8 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
                 second.rollback()
             if not defined:
                 undefined += 1
-            expected.append(Expected(sql, params, a, tables) if defined else None)
-        return expected, initial, undefined
+            expected.append(Expected(sql, params, a, tables, meaning) if defined else None)
+        return expected, initial, undefined, departures
     finally:
         first.close()
         second.close()
@@ -234,7 +282,7 @@ def _compare(engine: str, mode: str, index: int, want: Expected, got: Outcome, s
     if same_outcome(want.outcome, got, ordered=statement.ordered):
         return None
     what = "error" if "error" in (want.outcome.kind, got.kind) else "result"
-    return Difference(engine, mode, index, what, want.sql, want.params, want.outcome.brief(), got.brief())
+    return Difference(engine, mode, index, what, want.sql, want.params, want.brief(), got.brief())
 
 
 def _compare_tables(engine: str, mode: str, index: int, want: dict[str, Outcome], got: dict[str, Outcome],
@@ -338,7 +386,7 @@ def run_case(env: Environment, case: Case, *, transactions: bool = True) -> tupl
     refused_writes: list[str] = []
     for _ in range(len(case.statements) + 1):
         report = CaseReport(statements=len(case.statements))
-        expected, initial, report.undefined = native_pass(env, case)
+        expected, initial, report.undefined, report.departures = native_pass(env, case)
         try:
             refused_at = autocommit_pass(env, case, expected, report)
         except tique.NotSupportedError as error:  # the schema itself (a constraint, say)
@@ -368,6 +416,7 @@ class EngineSummary:
     compared: int = 0
     refused: int = 0
     undefined: int = 0
+    departures: dict[str, int] = field(default_factory=dict)
     refusal_reasons: dict[str, int] = field(default_factory=dict)
     slowest_case: tuple[float, int] = (0.0, 0)  # seconds, seed
     failures: list[tuple[Case, Difference]] = field(default_factory=list)
@@ -402,15 +451,21 @@ def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None
         seed = config.seed * 1_000_003 + case_number
         case_number += 1
         case = random_case(seed, config.statements_per_case, config.schema_options,
-                           features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded)
+                           features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded,
+                           engine=env.engine)
         case_started = time.monotonic()
-        report, ran = run_case(env, case)
+        try:
+            report, ran = run_case(env, case)
+        except Exception as error:  # the engine failed beneath the run (a crash, a hang): say which case
+            raise RuntimeError(f"{env.engine}: case seed {seed}: {type(error).__name__}: {error}") from error
         summary.slowest_case = max(summary.slowest_case, (time.monotonic() - case_started, seed))
         summary.cases += 1
         summary.statements += report.statements
         summary.compared += report.compared
         summary.refused += report.refused
         summary.undefined += report.undefined
+        for name, count in report.departures.items():
+            summary.departures[name] = summary.departures.get(name, 0) + count
         for reason in report.refusals:
             key = reason.split(":", 1)[-1].strip()[:80] if reason.startswith("refused write") else reason[-80:]
             summary.refusal_reasons[key] = summary.refusal_reasons.get(key, 0) + 1

@@ -505,12 +505,11 @@ def test_unaliased_subquery_columns_are_named_as_natively(
     """An unaliased select-list expression holding a subquery is named by the engine.
 
     PostgreSQL names it after the subquery's column, which survives the rewrite. DuckDB
-    names it by the expression's own text, which after the rewrite holds the snapshot
-    subquery instead of the table name. MonetDB numbers it (`%2`) in an order the
-    snapshot subqueries would shift, so tique learns the native number from the engine.
+    names it by the expression's own text, which after the rewrite would hold the snapshot
+    subquery instead of the table name, so tique aliases it with the native name
+    (tique/column_names.py). MonetDB numbers it (`%2`) in an order the snapshot subqueries
+    would shift, so tique learns the native number from the engine.
     """
-    if engine == "duckdb":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="DuckDB names the column by the rewritten expression text"))
     conn = connect()
     world = World(reference)
     cur = conn.cursor()

@@ -7,14 +7,16 @@ import random
 from typing import Any, Iterator
 
 import pytest
+import sqlglot
 from sqlglot import exp
 
 import tique
 from fuzz.compare import same_rows
+from fuzz.departures import DUPLICATE_KEY
 from fuzz.engines import Environment, Native, NativeDuckDB, NativePostgres, render
 from fuzz.exclusions import default_features
 from fuzz.generate import Generator, Statement
-from fuzz.runner import Case, Config, load_native, fuzz_engine, random_case
+from fuzz.runner import Case, Config, load_native, fuzz_engine, native_pass, random_case, run_case
 from fuzz.schema import Column, Schema, Table
 from fuzz.shrink import reproduction, script, shrink
 from sqlhelp import rows, run
@@ -160,3 +162,44 @@ def test_a_parameter_before_a_trailing_empty_string_literal(connect: Any) -> Non
     assert rows(conn, "SELECT c0 FROM t0 WHERE t0.c1 BETWEEN ? AND ''", ("",)) == [("a",)]
     assert rows(conn, "SELECT ?, ''", ("p",)) == [("p", "")]
     assert run(conn, "UPDATE t0 SET c0 = ? WHERE c1 = ''", ("z",)) == 1
+
+
+# -- where native MonetDB departs from SQL, tique is compared with SQL's meaning ---------------------
+
+def _departure_case(statement: exp.Expression, schema: Schema, rows: dict[str, list[tuple]]) -> Case:
+    return Case(schema, rows, [Statement(statement)], seed=11)
+
+
+_KEYED = Schema((Table("t0", (Column("c0", "INTEGER", True), Column("c1", "BIGINT", True)), ("c0", "c1")),))
+_PLAIN = Schema((Table("t0", (Column("c0", "DECIMAL(10, 2)", True), Column("c1", "BOOLEAN"), Column("c3", "INTEGER", True))),))
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+@pytest.mark.parametrize("name, statement, schema, rows, standard", [
+    # MonetDB stores two rows with one key (0,1) -> (1,1) beside (19,1) -> (1,1); SQL fails the UPDATE
+    (DUPLICATE_KEY, "UPDATE t0 SET c0 = t0.c1 WHERE t0.c1 IN (1, 25, 85)", _KEYED,
+     {"t0": [(5, 0), (0, 1), (19, 1)]}, "error"),
+    # MonetDB refuses a select list repeating a name; SQL inserts by position
+    ("monetdb-insert-select-repeated-names", "INSERT INTO t0 (c0, c1, c3) SELECT s.c0, s.c1, s.c0 FROM t0 AS s", _PLAIN,
+     {"t0": [(1, True, 4), (2, None, 5)]}, 2),
+    # MonetDB refuses a target row that several source rows match; SQL updates it once
+    ("monetdb-update-from-several-matches", "UPDATE t0 SET c3 = t0.c3 + 1 FROM t0 AS s WHERE s.c3 > 0", _PLAIN,
+     {"t0": [(1, True, 4), (2, None, 5)]}, 2),
+])
+def test_a_departure_is_compared_with_the_standard_meaning(engine: str, environment: Environment, name: str, statement: str,
+                                                           schema: Schema, rows: dict[str, list[tuple]], standard: Any) -> None:
+    """The statement's native outcome violates SQL; the run counts the departure, takes SQL's
+    meaning as the reference (an error, or the row count and tables of an equivalent
+    statement MonetDB runs by the standard), and tique, which gives SQL's meaning, agrees."""
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), schema, rows)
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {name: 1} and undefined == 0
+    want = expected[0]
+    assert want is not None and want.departure and want.departure.startswith(name)
+    if standard == "error":
+        assert want.outcome.kind == "error"
+    else:
+        assert want.outcome.kind == "count" and want.outcome.count == standard
+    report, _ = run_case(environment, case)
+    assert report.departures == {name: 1}
+    assert report.compared == (1 if standard == "error" else 2) and not report.differences, report.differences

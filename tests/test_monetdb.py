@@ -141,3 +141,29 @@ def test_held_cache_inserts_are_read_committed_and_never_fail_later(monetdb_url:
     finally:
         conn.close()
         other.close()
+
+
+def test_rows_whose_columns_hold_alike_values_insert(monetdb_url: str) -> None:
+    """Natively these INSERTs write their rows. tique's rows become a VALUES derived table
+    of values cast to their columns' types, and MonetDB gave a column of such constants
+    the type of another column holding the same constants (CAST(1 AS INT) beside
+    CAST(TRUE AS BOOLEAN) or CAST(1 AS BIGINT), two columns of NULLs): 'Append failed'
+    (fuzzer reproductions)."""
+    conn = tique.connect(monetdb_url, autocommit=True)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE alike (b BOOLEAN, n INTEGER, m BIGINT, s SMALLINT, c BOOLEAN NOT NULL)")
+        cur.execute("INSERT INTO alike VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", (True, 1, 1, 1, True, False, 0, 0, 0, False))
+        cur.execute("INSERT INTO alike (n, b, m, s, c) VALUES (5, TRUE, ?, ?, ?), (7, ?, 7, 7, FALSE)", (5, 5, True, None))
+        cur.executemany("INSERT INTO alike VALUES (?, ?, ?, ?, ?)", [(True, 1, 1, 1, True), (False, 0, 0, 0, False)])
+        cur.execute("INSERT INTO alike (n, m, c) VALUES (?, ?, TRUE), (?, ?, TRUE)", (1.5, 2.5, 7, 7))  # converted as natively
+        cur.execute("INSERT INTO alike (n, c) VALUES (8, TRUE), (9, FALSE), (10, TRUE)")  # b, m, s: NULLs alike
+        cur.executemany("INSERT INTO alike VALUES (?, ?, ?, ?, ?)", [(None, 11, None, None, True), (None, 12, None, None, True)])
+        cur.execute("SELECT b, n, m, s, c FROM alike")
+        assert sorted(cur.fetchall(), key=repr) == sorted(
+            [(True, 1, 1, 1, True), (False, 0, 0, 0, False), (True, 5, 5, 5, True), (None, 7, 7, 7, False),
+             (True, 1, 1, 1, True), (False, 0, 0, 0, False), (None, 2, 3, None, True), (None, 7, 7, None, True),
+             (None, 8, None, None, True), (None, 9, None, None, False), (None, 10, None, None, True),
+             (None, 11, None, None, True), (None, 12, None, None, True)], key=repr)
+    finally:
+        conn.close()

@@ -16,6 +16,7 @@ from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
 from tique.catalog import CatalogSnapshot, TableDef, normalize, table_def_from_create
+from tique.column_names import name_created_columns_as_native
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.isolation import IsolationLevel, control_statement
@@ -364,6 +365,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
             if isinstance(query, exp.Query):
                 if isinstance(tree.this, exp.Schema):
                     raise NotSupportedError(describe(sql, "CREATE TABLE with a column list AS SELECT is not supported for tique tables; alias the query's columns instead"))
+                name_created_columns_as_native(query, sql, backend.dialect)
                 no_data = any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (tree.args.get("properties") or exp.Properties()).expressions)
                 ddl_context = dataclasses.replace(context, lateral=False)
                 # What it reads (SERIALIZABLE), from the query as QUERY_OF_DDL sees it before its snapshots.

@@ -25,7 +25,7 @@ from tique import errors
 from tique.backends.base import Backend, split_rows
 from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite import facts, faithful
-from tique.rewrite.params import MARKED, Compiled, RowTemplate, render_marked
+from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_marked, shift_user_params
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession
@@ -708,7 +708,8 @@ class MonetDBBackend(Backend):
                 compiled.sql.direct = direct  # type: ignore[attr-defined]
             return compiled
 
-        return RowTemplate(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish)
+        first = render_marked(_first_row_apart(row.copy()), self.dialect)
+        return _FirstRowApart(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish, first)
 
     def _insert_head(self, tree: exp.Insert) -> "_InsertHead":
         """How the insert `tree` renders up to its query: its table and column list."""
@@ -915,6 +916,8 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
     later string fails to convert. The rewriter casts every bare value of the rows it
     builds (tq_new) to its column's type except in text columns; those get TEXT, which
     truncates nothing (the cache's VARCHAR(n) still rejects an over-long value).
+
+    Of several rows, the first one's values are scalar subqueries (see _first_row_apart).
     Returns `tree` itself when it has no such values, else a changed copy."""
     if not any(v.alias == NEW for v in tree.find_all(exp.Values)):
         return tree
@@ -926,7 +929,21 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
             for value in list(row.expressions):
                 if isinstance(value, (exp.Placeholder, exp.Null)):
                     value.replace(exp.cast(value.copy(), _TEXT.copy()))
+        if len(values.expressions) > 1:
+            _first_row_apart(values.expressions[0])
     return tree
+
+
+def _first_row_apart(row: exp.Tuple) -> exp.Tuple:
+    """Each value of `row` as a scalar subquery, (SELECT CAST(? AS INT)). MonetDB gives a
+    VALUES column whose rows are all constants the type of another such column holding the
+    same constants: CAST(1 AS INT) beside CAST(1 AS BIGINT) or CAST(TRUE AS BOOLEAN), and
+    any two columns of NULLs, come out of one type, and the insert fails with 'Append
+    failed'. A column whose first row is no constant is kept apart; the first row still
+    types the column. A single row needs none of it."""
+    for value in list(row.expressions):
+        value.replace(exp.Subquery(this=exp.Select(expressions=[value.copy()])))
+    return row
 
 
 _TEXT = exp.DataType.build("TEXT")
@@ -954,6 +971,18 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
         derived.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=derived.args["alias"],
                                   joins=derived.args["joins"]))
     return tree
+
+
+@dataclass(frozen=True)
+class _FirstRowApart(RowTemplate):
+    """Rows of one shape whose first row, of several, is `first` (see _first_row_apart)."""
+    first: str = ""
+
+    def expand(self, rows: int) -> Compiled:
+        if rows < 2:
+            return super().expand(rows)
+        body = ", ".join(shift_user_params(self.row, k * self.width) if k else self.first for k in range(rows))
+        return self.finish(self.head.replace(ROWS.name, body, 1))
 
 
 def _direct(tree: exp.Expression) -> bool:

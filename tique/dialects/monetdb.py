@@ -44,6 +44,8 @@ class MonetDB(Postgres):
         NO_PAREN_FUNCTION_PARSERS = {**Postgres.Parser.NO_PAREN_FUNCTION_PARSERS, "NEXT": lambda self: self._parse_next_value_for()}
 
     class Generator(Postgres.Generator):
+        SINGLE_STRING_INTERVAL = False  # INTERVAL '1' DAY: MonetDB rejects PostgreSQL's INTERVAL '1 DAY'
+
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted and expression.name.lower() in KEYWORDS:
                 return super().identifier_sql(exp.Identifier(this=expression.name.lower(), quoted=True))

@@ -7,7 +7,8 @@ in one place which passes run, in which order:
 
 - PREPARE, on every statement the planner rewrites (after parsing, numbering the
   parameter markers and the DDL cases): the statement as tique reads it, its views
-  expanded, its tique tables aliased as written, DuckDB's rowid exposed, and refused if
+  expanded, its tique tables aliased as written, its unaliased output columns named as
+  the engine names them (DuckDB), DuckDB's rowid exposed, and refused if
   the engine would reject it;
 - READ, on a read of tique tables after PREPARE: its tables become their snapshots;
 - QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
@@ -29,6 +30,7 @@ from sqlglot import exp
 
 from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.column_names import name_columns_as_native
 from tique.rewrite.reads import _names_cte_in_scope, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
@@ -110,6 +112,13 @@ def alias_as_written(tree: exp.Expression, context: PassContext) -> exp.Expressi
     return tree
 
 
+def name_output_columns_as_native(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Each unaliased output column the engine names after its text gets that name as
+    alias, so the rewrite does not rename it (tique/column_names.py; DuckDB only)."""
+    name_columns_as_native(tree, context.statement, context.dialect)
+    return tree
+
+
 def expose_rowid(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """DuckDB's rowid of a tique table reads its hidden row id (tique/rewrite/rowid.py);
     the other engines have no rowid pseudo-column."""
@@ -140,7 +149,7 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
     return read_storage(tree, context.catalog, context.clean)
 
 
-PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, expose_rowid, refuse_engine_rejects)
+PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects)
 READ: tuple[Pass, ...] = (replace_tables_with_snapshots,)
 STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots)
 QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
