@@ -151,7 +151,8 @@ def test_the_pass_lists_are_what_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(passes, "PREPARE", tuple(recorded(p) for p in passes.PREPARE))
         monkeypatch.setattr(passes, "READ", tuple(recorded(p) for p in passes.READ))
         traced = make_plan(sql, backend, snapshot, Formulation.AUTO, frozenset())
-        assert ran == ["expand_views", "alias_as_written", "expose_rowid", "refuse_engine_rejects", "replace_tables_with_snapshots"]
+        assert ran == ["expand_views", "alias_as_written", "name_output_columns_as_native", "expose_rowid", "refuse_engine_rejects",
+                       "replace_tables_with_snapshots"]
         assert traced == plain
         monkeypatch.undo()
 
