@@ -295,3 +295,22 @@ def test_which_references_name_tique_tables_follows_sql_scoping() -> None:
     }
     for sql, count in cases.items():
         assert len(referenced_tables(parse_one(sql, "postgres"), snapshot)) == count, sql
+
+
+def test_rowid_belongs_to_the_table_its_scope_resolves(connect, engine: str) -> None:  # type: ignore[no-untyped-def]
+    """DuckDB's rowid resolves through sqlglot's scopes (tique/rewrite/rowid.py): in a
+    correlated subquery to the outer table it names, in a write's WHERE to its target."""
+    if engine != "duckdb":
+        pytest.skip("rowid is DuckDB's")
+    conn, cur = _filled(connect)
+    cur.execute("CREATE TABLE loose (a INTEGER, b VARCHAR)")
+    cur.execute("INSERT INTO loose VALUES (1, 'x'), (2, 'y'), (5, 'z')")
+    conn.commit()
+    cur.execute("SELECT a, rowid FROM loose ORDER BY a")
+    ids = dict(cur.fetchall())
+    assert len(set(ids.values())) == 3
+    cur.execute("SELECT l.a FROM loose AS l WHERE EXISTS (SELECT 1 FROM accounts WHERE accounts.id = l.a AND l.rowid = ?) ", (ids[2],))
+    assert cur.fetchall() == [(2,)]
+    cur.execute("UPDATE loose SET b = 'w' FROM accounts WHERE accounts.id = loose.a AND rowid = ?", (ids[1],))
+    cur.execute("SELECT a, b, rowid FROM loose ORDER BY a")
+    assert cur.fetchall() == [(1, "w", ids[1]), (2, "y", ids[2]), (5, "z", ids[5])]

@@ -75,9 +75,10 @@ def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
     target = _write_target(tree)
     for _ in range(MAX_VIEW_DEPTH):
         expanded = False
-        ctes: set[int] | None = None
-        for ref in list(tree.find_all(exp.Table)):
-            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
+        nodes = list(tree.find_all(exp.Table, exp.CTE))  # one walk
+        ctes: set[int] | None = None if any(isinstance(n, exp.CTE) for n in nodes) else set()
+        for ref in nodes:
+            if isinstance(ref, exp.CTE) or ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
                 continue
             view = context.catalog.object(normalize(ref.name))
             if getattr(view, "kind", None) != "view":

@@ -11,7 +11,7 @@ from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, sn
 from tique.rewrite.templates import KeyHash
 
 
-def _outermost_queries(tree: exp.Expression) -> list[exp.Expression]:
+def outermost_queries(tree: exp.Expression) -> list[exp.Expression]:
     """The scope roots of `tree`: itself when sqlglot scopes it (a query, a DML or DDL
     statement), else the queries in it that no other query in it encloses (a fragment:
     a WHERE, a join, a VALUES the write rewriters read)."""
@@ -52,7 +52,7 @@ def cte_references(tree: exp.Expression) -> set[int]:
     UPDATE t, DELETE FROM t) stands in no scope, and names a CTE when the statement's own
     WITH has one of that name."""
     found: set[int] = set()
-    for root in _outermost_queries(tree):
+    for root in outermost_queries(tree):
         for scope in traverse_scope(root):
             visible = {normalize(name) for name in scope.cte_sources} | _recursive_ctes(scope)
             if not visible:
@@ -70,18 +70,20 @@ def cte_references(tree: exp.Expression) -> set[int]:
 def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tuple[exp.Table, TableDef]]:
     """The table references in `tree` that name tique tables (not CTEs in scope, not other schemas)."""
     found = []
-    ctes: set[int] | None = None
-    for ref in tree.find_all(exp.Table):
+    named = False  # whether `tree` declares any CTE: scopes are built only then
+    for ref in tree.find_all(exp.Table, exp.CTE):  # one walk
+        if isinstance(ref, exp.CTE):
+            named = True
+            continue
         if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
             continue
         table = catalog.table(normalize(ref.name))
-        if table is None:
-            continue
-        if ctes is None:
-            ctes = cte_references(tree)
-        if id(ref) not in ctes:
+        if table is not None:
             found.append((ref, table))
-    return found
+    if not named or not found:
+        return found  # the trees planned are whole statements, or copies of parts: no CTE around them
+    ctes = cte_references(tree)
+    return [(ref, table) for ref, table in found if id(ref) not in ctes]
 
 
 # Nodes that stand for columns they do not name: COLUMNS(...), PIVOT, DuckDB's #n.
