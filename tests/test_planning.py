@@ -198,3 +198,120 @@ def test_monetdb_plans_say_which_inserts_run_as_a_read_then_an_insert() -> None:
     # no insert of tique's: the statement runs as written.
     native = make_plan("INSERT INTO shop_cache (a) SELECT id FROM other", backend, snapshot, Formulation.AUTO, frozenset())
     assert isinstance(native, NativePlan) and native.statement.sql.insert_of_query is None
+
+
+def _filled(connect):  # type: ignore[no-untyped-def]
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner VARCHAR(20), balance INTEGER)")
+    cur.execute("CREATE TABLE entries (account INTEGER, n INTEGER, amount INTEGER, PRIMARY KEY (account, n))")
+    cur.execute("INSERT INTO accounts VALUES (1, 'ann', 10), (2, 'bob', 20)")
+    cur.execute("INSERT INTO entries VALUES (1, 1, 5), (2, 1, 7)")
+    conn.commit()
+    return conn, cur
+
+
+def test_a_cte_shadows_a_tique_table_of_its_name_where_it_is_visible(connect) -> None:  # type: ignore[no-untyped-def]
+    """Which table or CTE a name means is sqlglot's scope's answer (tique/rewrite/reads.py):
+    a CTE hides the tique table of its name in the query that owns its WITH, in a
+    subquery, and not outside the scope it is declared in."""
+    _, cur = _filled(connect)
+    cur.execute("WITH accounts AS (SELECT 99 AS id) SELECT id FROM accounts")
+    assert cur.fetchall() == [(99,)]
+    cur.execute("SELECT owner FROM accounts WHERE id IN (WITH accounts AS (SELECT 2 AS id) SELECT id FROM accounts)")
+    assert cur.fetchall() == [("bob",)]
+    # Declared in a nested scope only: the outer reference reads the tique table.
+    cur.execute("SELECT a.owner, x.id FROM accounts AS a, (WITH accounts AS (SELECT 1 AS id) SELECT id FROM accounts) AS x "
+                "WHERE a.id = x.id")
+    assert cur.fetchall() == [("ann", 1)]
+    # A CTE's own body reads the table (no RECURSIVE), the main query the CTE.
+    cur.execute("WITH accounts AS (SELECT id + 10 AS id FROM accounts) SELECT id FROM accounts ORDER BY id")
+    assert cur.fetchall() == [(11,), (12,)]
+
+
+def test_a_cte_before_an_insert_is_read_by_its_query(connect, engine: str) -> None:  # type: ignore[no-untyped-def]
+    """`WITH accounts AS (...) INSERT INTO accounts SELECT ... FROM accounts` reads the CTE
+    and writes the table (its target is always a table)."""
+    if engine == "monetdb":
+        pytest.skip("MonetDB has no WITH before INSERT")
+    conn, cur = _filled(connect)
+    cur.execute("WITH accounts AS (SELECT 3 AS id, 'cy' AS owner, 30 AS balance) INSERT INTO accounts SELECT * FROM accounts")
+    cur.execute("INSERT INTO entries WITH entries AS (SELECT 3 AS account, 1 AS n, 9 AS amount) SELECT * FROM entries")
+    conn.commit()
+    cur.execute("SELECT id, owner, balance FROM accounts ORDER BY id")
+    assert cur.fetchall() == [(1, "ann", 10), (2, "bob", 20), (3, "cy", 30)]
+    cur.execute("SELECT account, n, amount FROM entries ORDER BY account")
+    assert cur.fetchall() == [(1, 1, 5), (2, 1, 7), (3, 1, 9)]
+
+
+def test_update_from_and_delete_using_read_the_cte_or_refuse(connect, engine: str) -> None:  # type: ignore[no-untyped-def]
+    """A source named like a tique table reads that table, unless a CTE of the statement's
+    own WITH hides it: such a WITH before UPDATE or DELETE is refused, never dropped."""
+    import tique
+
+    conn, cur = _filled(connect)
+    cur.execute("UPDATE accounts SET balance = e.amount FROM entries AS e WHERE e.account = accounts.id AND e.amount > 6")
+    cur.execute("DELETE FROM entries USING accounts WHERE accounts.id = entries.account AND accounts.owner = 'ann'")
+    conn.commit()
+    cur.execute("SELECT id, balance FROM accounts ORDER BY id")
+    assert cur.fetchall() == [(1, 10), (2, 7)]
+    cur.execute("SELECT account FROM entries")
+    assert cur.fetchall() == [(2,)]
+    if engine == "monetdb":
+        return  # MonetDB has no WITH before UPDATE or DELETE
+    for sql in ("WITH entries AS (SELECT 1 AS account) UPDATE accounts SET balance = 0 FROM entries WHERE entries.account = accounts.id",
+                "WITH entries AS (SELECT 1 AS account) DELETE FROM accounts USING entries WHERE entries.account = accounts.id"):
+        with pytest.raises(tique.NotSupportedError):
+            cur.execute(sql)
+        conn.rollback()
+    cur.execute("SELECT id, balance FROM accounts ORDER BY id")
+    assert cur.fetchall() == [(1, 10), (2, 7)]
+
+
+def test_correlated_subqueries_and_stars_through_derived_tables(connect) -> None:  # type: ignore[no-untyped-def]
+    _, cur = _filled(connect)
+    cur.execute("SELECT owner FROM accounts AS a WHERE balance > (SELECT sum(amount) FROM entries AS e WHERE e.account = a.id) ORDER BY owner")
+    assert cur.fetchall() == [("ann",), ("bob",)]
+    cur.execute("SELECT owner, (SELECT count(*) FROM entries WHERE entries.account = accounts.id AND amount > 6) FROM accounts ORDER BY owner")
+    assert cur.fetchall() == [("ann", 0), ("bob", 1)]
+    cur.execute("SELECT d.* FROM (SELECT * FROM (SELECT a.*, e.n FROM accounts AS a JOIN entries AS e ON e.account = a.id) AS x) AS d ORDER BY d.id")
+    assert cur.fetchall() == [(1, "ann", 10, 1), (2, "bob", 20, 1)]
+
+
+def test_which_references_name_tique_tables_follows_sql_scoping() -> None:
+    """sqlglot's scopes, plus the two rules on top (tique/rewrite/reads.py): every CTE of a
+    WITH RECURSIVE is visible in each of them, and a write's target is hidden only by the
+    write's own WITH."""
+    from tique.rewrite.reads import referenced_tables
+
+    backend = _backend("postgres")
+    snapshot = CatalogSnapshot.of(_tables(backend, TABLES))
+    cases = {
+        "WITH RECURSIVE a AS (SELECT * FROM accounts), accounts AS (SELECT 1 AS id) SELECT * FROM a": 0,
+        "WITH a AS (SELECT * FROM accounts), accounts AS (SELECT 1 AS id) SELECT * FROM a": 1,
+        "WITH x AS (SELECT 1) UPDATE accounts SET balance = 1 WHERE id IN (WITH accounts AS (SELECT 2) SELECT * FROM accounts)": 1,
+        "WITH accounts AS (SELECT 1) DELETE FROM accounts": 0,
+        "UPDATE accounts SET balance = 1 FROM (WITH entries AS (SELECT 1 AS account) SELECT * FROM entries) AS e, entries": 2,
+        "DELETE FROM accounts USING entries WHERE EXISTS (WITH accounts AS (SELECT 1 AS id) SELECT 1 FROM accounts)": 2,
+    }
+    for sql, count in cases.items():
+        assert len(referenced_tables(parse_one(sql, "postgres"), snapshot)) == count, sql
+
+
+def test_rowid_belongs_to_the_table_its_scope_resolves(connect, engine: str) -> None:  # type: ignore[no-untyped-def]
+    """DuckDB's rowid resolves through sqlglot's scopes (tique/rewrite/rowid.py): in a
+    correlated subquery to the outer table it names, in a write's WHERE to its target."""
+    if engine != "duckdb":
+        pytest.skip("rowid is DuckDB's")
+    conn, cur = _filled(connect)
+    cur.execute("CREATE TABLE loose (a INTEGER, b VARCHAR)")
+    cur.execute("INSERT INTO loose VALUES (1, 'x'), (2, 'y'), (5, 'z')")
+    conn.commit()
+    cur.execute("SELECT a, rowid FROM loose ORDER BY a")
+    ids = dict(cur.fetchall())
+    assert len(set(ids.values())) == 3
+    cur.execute("SELECT l.a FROM loose AS l WHERE EXISTS (SELECT 1 FROM accounts WHERE accounts.id = l.a AND l.rowid = ?) ", (ids[2],))
+    assert cur.fetchall() == [(2,)]
+    cur.execute("UPDATE loose SET b = 'w' FROM accounts WHERE accounts.id = loose.a AND rowid = ?", (ids[1],))
+    cur.execute("SELECT a, b, rowid FROM loose ORDER BY a")
+    assert cur.fetchall() == [(1, "w", ids[1]), (2, "y", ids[2]), (5, "z", ids[5])]

@@ -30,7 +30,7 @@ from tique.rewrite.reads import reads_by_scan, referenced_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan
-from tique.rewrite.writes import ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
+from tique.rewrite.writes import own_with, ranged_key, rewrite_delete, rewrite_insert, rewrite_update, undo, validation
 
 
 @dataclass(frozen=True)
@@ -391,6 +391,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
         name = _target_name(tree)
         table = catalog.table(name) if name else None
         if table is not None:
+            own_with(tree, sql)
             reads = write_shape(tree, table, catalog, backend.dialect)  # of the statement as written
             write = rewriters[type(tree)](tree, table, catalog, formulation, key_hash, backend.dialect, sql)
             return _write_plan(tree, write, backend, params, formulation is Formulation.STORAGE, reads)

@@ -31,7 +31,7 @@ from sqlglot import exp
 from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
-from tique.rewrite.reads import _names_cte_in_scope, referenced_tables, replace_tables
+from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
@@ -77,11 +77,17 @@ def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
     target = _write_target(tree)
     for _ in range(MAX_VIEW_DEPTH):
         expanded = False
-        for ref in list(tree.find_all(exp.Table)):
-            if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier) or _names_cte_in_scope(ref):
+        nodes = list(tree.find_all(exp.Table, exp.CTE))  # one walk
+        ctes: set[int] | None = None if any(isinstance(n, exp.CTE) for n in nodes) else set()
+        for ref in nodes:
+            if isinstance(ref, exp.CTE) or ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
                 continue
             view = context.catalog.object(normalize(ref.name))
             if getattr(view, "kind", None) != "view":
+                continue
+            if ctes is None:
+                ctes = cte_references(tree)  # of the tree as this round found it
+            if id(ref) in ctes:
                 continue
             if ref is target:
                 raise NotSupportedError(describe(context.statement, f"writing through view {view.name!r} is not supported; write its tables"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.optimizer.scope import TRAVERSABLES, Scope, traverse_scope
 
 from tique.catalog import CatalogSnapshot, ROWID, TableDef, normalize
 from tique.rewrite import facts
@@ -10,59 +11,79 @@ from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, sn
 from tique.rewrite.templates import KeyHash
 
 
-def _with_clause(node: exp.Expression) -> exp.With | None:
-    found = node.args.get("with_") or node.args.get("with")  # "with_" from sqlglot 28 on
-    return found if isinstance(found, exp.With) else None
-
-
-def _names_cte_in_scope(ref: exp.Table) -> bool:
-    """Whether `ref` names a CTE visible where it stands, by SQL scoping rules.
-
-    A CTE is visible in the body of the query that owns its WITH and in the CTEs that
-    follow it; in its own body only under WITH RECURSIVE. So `WITH t AS (SELECT * FROM t)`
-    reads the table t, and a CTE inside a subquery shadows nothing outside it.
-
-    The rule is sqlglot's (optimizer.scope: a CTE's scope sees the CTEs before it, and
-    itself under RECURSIVE), but not its machinery: sqlglot's scopes are those of queries,
-    so the tables of a DML statement (INSERT INTO t, UPDATE t ... FROM u, DELETE ... USING
-    u) and an index's table stand in no scope (traverse_scope lists none of them), while
-    the statement's WITH shadows them all the same.
-    """
-    name = normalize(ref.name)
-    child: exp.Expression = ref
-    node = ref.parent
-    while node is not None:
-        visible: list[exp.Expression] = []
-        if isinstance(node, exp.With):
-            ctes = list(node.expressions)
-            if node.args.get("recursive"):
-                visible = ctes
+def outermost_queries(tree: exp.Expression) -> list[exp.Expression]:
+    """The scope roots of `tree`: itself when sqlglot scopes it (a query, a DML or DDL
+    statement), else the queries in it that no other query in it encloses (a fragment:
+    a WHERE, a join, a VALUES the write rewriters read)."""
+    if isinstance(tree, TRAVERSABLES):
+        return [tree]
+    roots: list[exp.Expression] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in node.iter_expressions():
+            if isinstance(child, exp.Query):
+                roots.append(child)
             else:
-                position = next((i for i, cte in enumerate(ctes) if cte is child), len(ctes))
-                visible = ctes[:position]
-        else:
-            with_ = _with_clause(node)
-            if with_ is not None and with_ is not child:
-                visible = list(with_.expressions)
-        if any(normalize(cte.alias) == name for cte in visible):
-            return True
-        child, node = node, node.parent
-    return False
+                stack.append(child)
+    return roots
+
+
+def _recursive_ctes(scope: Scope) -> set[str]:
+    """The names a WITH RECURSIVE around `scope` makes visible in each of its CTEs: all
+    of them, as in PostgreSQL (sqlglot's scopes see only the earlier ones, and the CTE
+    itself when its body is a UNION)."""
+    names: set[str] = set()
+    while scope is not None:
+        cte = scope.expression.parent
+        if isinstance(cte, exp.CTE) and isinstance(cte.parent, exp.With) and cte.parent.args.get("recursive"):
+            names.update(normalize(c.alias) for c in cte.parent.expressions)
+        scope = scope.parent
+    return names
+
+
+def cte_references(tree: exp.Expression) -> set[int]:
+    """The ids of the table references in `tree` that name a CTE visible where they stand.
+
+    sqlglot's scopes decide (optimizer.scope: a scope sees the CTEs of the scopes around
+    it; a CTE the ones before it, and itself when recursive), names compared as tique
+    normalizes them. sqlglot puts the relations of a DML statement's FROM/USING in scopes
+    of their own that see its WITH; one rule is added on top: its target (INSERT INTO t,
+    UPDATE t, DELETE FROM t) stands in no scope, and names a CTE when the statement's own
+    WITH has one of that name."""
+    found: set[int] = set()
+    for root in outermost_queries(tree):
+        for scope in traverse_scope(root):
+            visible = {normalize(name) for name in scope.cte_sources} | _recursive_ctes(scope)
+            if not visible:
+                continue
+            tables = scope.tables + ([scope.expression] if isinstance(scope.expression, exp.Table) else [])
+            found.update(id(t) for t in tables if not t.args.get("db") and normalize(t.name) in visible)
+        if isinstance(root, (exp.Insert, exp.Update, exp.Delete)):
+            with_ = root.args.get("with_") or root.args.get("with")
+            target = root.this.this if isinstance(root.this, exp.Schema) else root.this
+            if isinstance(with_, exp.With) and isinstance(target, exp.Table) and normalize(target.name) in {normalize(c.alias) for c in with_.expressions}:
+                found.add(id(target))
+    return found
 
 
 def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tuple[exp.Table, TableDef]]:
     """The table references in `tree` that name tique tables (not CTEs in scope, not other schemas)."""
     found = []
-    for ref in tree.find_all(exp.Table):
+    named = False  # whether `tree` declares any CTE: scopes are built only then
+    for ref in tree.find_all(exp.Table, exp.CTE):  # one walk
+        if isinstance(ref, exp.CTE):
+            named = True
+            continue
         if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
             continue
-        name = normalize(ref.name)
-        if _names_cte_in_scope(ref):
-            continue
-        table = catalog.table(name)
+        table = catalog.table(normalize(ref.name))
         if table is not None:
             found.append((ref, table))
-    return found
+    if not named or not found:
+        return found  # the trees planned are whole statements, or copies of parts: no CTE around them
+    ctes = cte_references(tree)
+    return [(ref, table) for ref, table in found if id(ref) not in ctes]
 
 
 # Nodes that stand for columns they do not name: COLUMNS(...), PIVOT, DuckDB's #n.

@@ -9,58 +9,89 @@ is the same. A table with a primary key has no row id but its key, which is what
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from tique.catalog import CatalogSnapshot, ROWID, normalize
 from tique.errors import NotSupportedError, describe
-from tique.rewrite.reads import referenced_tables, used_columns
+from tique.rewrite.reads import outermost_queries, referenced_tables, used_columns
 from tique.rewrite.templates import quoted
 
 PSEUDO = "rowid"
 
 
-def _sources(scope: exp.Expression) -> list[exp.Table]:
-    """The tables a SELECT (or the target of an UPDATE or DELETE) reads directly."""
-    if isinstance(scope, (exp.Update, exp.Delete)):
-        return [scope.this] if isinstance(scope.this, exp.Table) else []
-    found = []
-    from_clause = scope.args.get("from_") or scope.args.get("from")
-    for part in ([from_clause.this] if from_clause is not None else []) + [j.this for j in scope.args.get("joins") or []]:
-        if isinstance(part, exp.Table):
-            found.append(part)
-    return found
+def _level_sources(scope: Scope) -> list[exp.Table] | None:
+    """The tables a scope reads directly, when it is a level a column can belong to:
+    a SELECT's FROM and JOIN tables (CTE references included, which are no tique
+    table), an UPDATE's or DELETE's target. None for the other scopes (set operations,
+    the FROM/USING relations sqlglot scopes on their own: their columns belong to the
+    statement, whose target is what the engine binds an unqualified one to first)."""
+    expression = scope.expression
+    if isinstance(expression, exp.Select):
+        return [node for node, _ in scope.selected_sources.values() if isinstance(node, exp.Table)]
+    if isinstance(expression, (exp.Update, exp.Delete)):
+        return [expression.this] if isinstance(expression.this, exp.Table) else []
+    return None
 
 
-def _owner(ref: exp.Column) -> exp.Table | None:
-    """The table reference a `rowid` column belongs to: the nearest enclosing query whose
-    FROM names its qualifier (or, unqualified, that reads exactly one table)."""
-    qualifier = normalize(ref.table) if ref.table else None
-    scope = ref.parent
+def _levels(scope: Scope | None, statement: Scope | None) -> Iterator[Scope]:
+    """`scope` and the scopes around it, innermost first, then the write's own level
+    (sqlglot roots the scopes of an UPDATE's FROM and a DELETE's USING items apart)."""
+    if scope is None:  # in a write's own clauses
+        scope = statement
     while scope is not None:
-        if isinstance(scope, (exp.Select, exp.Update, exp.Delete)):
-            sources = _sources(scope)
+        yield scope
+        if scope.parent is None and statement is not None and scope.expression is not statement.expression:
+            yield statement
+        scope = scope.parent
+
+
+def _owner(ref: exp.Column, scope: Scope | None, statement: Scope | None) -> exp.Table | None:
+    """The table reference a `rowid` column of `scope` belongs to: the nearest enclosing
+    level (the scope's, then its parents', then the write's) that reads a table of its
+    qualifier (or, unqualified, that reads exactly one table)."""
+    qualifier = normalize(ref.table) if ref.table else None
+    for level in _levels(scope, statement):
+        sources = _level_sources(level)
+        if sources:
             if qualifier is not None:
                 named = [t for t in sources if normalize(t.alias_or_name) == qualifier]
                 if named:
                     return named[0]
             elif len(sources) == 1:
                 return sources[0]
-            elif sources:
+            else:
                 return None  # ambiguous: left to the engine, as natively
-        scope = scope.parent
     return None
+
+
+def _rowid_columns(tree: exp.Expression, columns: list[exp.Column]) -> list[tuple[exp.Column, Scope | None]]:
+    """Each of `columns` (the columns named rowid in `tree`) with the scope it stands in
+    (sqlglot's); None for a write's own clauses, which stand in no query's scope."""
+    found: dict[int, tuple[exp.Column, Scope | None]] = {}
+    wanted = {id(c) for c in columns}
+    for root in outermost_queries(tree):
+        for scope in traverse_scope(root):
+            for node in scope.walk():
+                if id(node) in wanted:
+                    found.setdefault(id(node), (node, scope))
+    return [found.get(id(c), (c, None)) for c in columns]
 
 
 def expose_rowid(tree: exp.Expression, catalog: CatalogSnapshot, statement: str) -> None:
     """Makes each `rowid` of a tique table name its hidden row id (in place); refuses
     where the table has none, or where the snapshot would not carry it."""
+    columns = [c for c in tree.find_all(exp.Column) if isinstance(c.this, exp.Identifier) and normalize(c.name) == PSEUDO]
+    if not columns:
+        return
     tique_refs = {id(ref): table for ref, table in referenced_tables(tree, catalog)}
     if not tique_refs:
         return
-    for ref in list(tree.find_all(exp.Column)):
-        if normalize(ref.name) != PSEUDO or not isinstance(ref.this, exp.Identifier):
-            continue
-        owner = _owner(ref)
+    write = Scope(tree) if isinstance(tree, (exp.Update, exp.Delete)) else None
+    for ref, scope in _rowid_columns(tree, columns):
+        owner = _owner(ref, scope, write)
         table = tique_refs.get(id(owner)) if owner is not None else None
         if table is None or PSEUDO in table.user_columns:
             continue  # another table's, or the table's own column named rowid

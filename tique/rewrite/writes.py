@@ -418,6 +418,27 @@ def _key_value(values: dict[str, exp.Expression], name: str, statement: str) -> 
     return value
 
 
+def own_with(tree: exp.Insert | exp.Update | exp.Delete, statement: str) -> None:
+    """A write's own WITH (`WITH w AS (...) INSERT/UPDATE/DELETE ...`), which the rewriters
+    below, building new statements from the write's parts, would otherwise drop: the
+    CTEs would then be read as the tables of their names (a tique table's snapshot).
+
+    An INSERT's WITH is visible in its source query only (its target is always a table),
+    so it moves onto that query (in place), which means the same. An UPDATE's or DELETE's
+    WITH is visible in FROM/USING, WHERE and SET alike: refused."""
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    if not isinstance(with_, exp.With):
+        return
+    source = tree.expression if isinstance(tree, exp.Insert) else None
+    if isinstance(source, exp.Query) and not (source.args.get("with_") or source.args.get("with")):
+        tree.set("with_" if "with_" in tree.args else "with", None)
+        source.set("with_" if "with_" in type(source).arg_types else "with", with_)
+        return
+    kind = tree.key.upper()
+    raise NotSupportedError(describe(statement, f"WITH before {kind} of a tique table is not supported; put the query in a subquery of the {kind}"
+                                     if kind != "INSERT" else "WITH before INSERT of a tique table is supported only with INSERT ... SELECT whose query has no WITH of its own; move the CTEs into the query"))
+
+
 def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
     for unsupported in ("conflict", "returning", "overwrite", "alternative", "by_name", "partition", "where"):
         if tree.args.get(unsupported):
