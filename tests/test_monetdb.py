@@ -167,3 +167,54 @@ def test_rows_whose_columns_hold_alike_values_insert(monetdb_url: str) -> None:
              (None, 11, None, None, True), (None, 12, None, None, True)], key=repr)
     finally:
         conn.close()
+
+
+def test_a_writer_whose_session_opened_during_a_liveness_check_is_not_declared_dead(monetdb_url: str) -> None:
+    """The stable timestamp declares dead the transactions of sessions the server no
+    longer lists: it logs them as rolled back and drops them from the oracle's active
+    set, so the stable timestamp may pass their start and the checkpointer purges the
+    write-sets they certify against. A session opened after the list was read, whose
+    transaction begins before the active transactions are read, is alive and must stay
+    active. The new session and its write are made exactly in that window."""
+    from tique.checkpoint import checkpoint
+    from tique.oracle.monetdb import ACTIVE
+
+    conn = tique.connect(monetdb_url)
+    late: list[tique.Connection] = []
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
+        cur.execute("INSERT INTO counter VALUES (1, 0)")
+        conn.commit()
+        oracle = conn._backend.oracle
+        listed = oracle._live_sessions
+
+        def list_then_begin_elsewhere(raw: Any) -> set[int]:
+            found = listed(raw)
+            if not late:
+                writer = tique.connect(monetdb_url)  # a session the list above does not hold
+                late.append(writer)
+                writer.cursor().execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+            return found
+
+        oracle._live_sessions = list_then_begin_elsewhere
+        try:
+            oracle.stable_timestamp(conn._raw)
+        finally:
+            del oracle._live_sessions
+        assert late, "the window was not reached"
+        reader = late[0].cursor()
+        reader.execute("SELECT n FROM counter WHERE id = 1")  # its own write, sent by now
+        assert reader.fetchall() == [(1,)]
+        writer_txid = late[0]._txn_holder[0].txid
+        assert writer_txid in [int(txid) for txid, _, _ in oracle._call(conn._raw, ACTIVE)]
+        assert conn._backend.rows(conn._raw, "SELECT txid FROM tq_rolled_back", []) == []
+        checkpoint(conn)
+        late[0].commit()
+        cur.execute("SELECT n FROM counter WHERE id = 1")
+        assert cur.fetchall() == [(1,)]
+        conn.commit()
+    finally:
+        for writer in late:
+            writer.close()
+        conn.close()

@@ -133,8 +133,16 @@ class MonetDBOracle:
 
     def stable_timestamp(self, raw: Any) -> int:
         # Transactions of sessions that no longer exist will never end by themselves.
+        # A session is dead only if the server lists it neither before nor after the active
+        # transactions are read: one opened after the first list may have begun a
+        # transaction before the second read, and one that ends after that read (its
+        # transaction ended first) was listed before it. A live writer declared dead
+        # would be logged as rolled back, and the checkpointer purges such versions.
         live = self._live_sessions(raw)
-        dead = [txid for txid, _, session in self._call(raw, ACTIVE) if int(session) not in live]
+        active = self._call(raw, ACTIVE)
+        if any(int(session) not in live for _, _, session in active):
+            live |= self._live_sessions(raw)
+        dead = [txid for txid, _, session in active if int(session) not in live]
         for txid in dead:
             self._rows(raw, "INSERT INTO tq_rolled_back (txid) VALUES ($1)", [int(txid)])
             self._one(raw, EXPIRE, int(txid))
