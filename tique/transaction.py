@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlglot import exp
 
@@ -344,6 +344,30 @@ class CommitPause:
             raise OperationalError(f"commit paused at {stage} for {self.timeout} s and was not resumed")
 
 
+def _rollback_quietly(backend: Backend, raw: Any, txn: Transaction) -> None:
+    txn.engine_open = False
+    try:
+        backend.rollback_engine(raw)  # a no-op where the failed commit already ended it
+    except Exception:
+        pass
+
+
+def _failed_before_outcome(backend: Backend, raw: Any, txn: Transaction, cts: int | None, timeout: float,
+                           error: BaseException) -> NoReturn:
+    """A commit failed before its outcome row: its timestamp, if it took one, is given back
+    as an abort (nobody may wait on it), else the transaction just ends; then the error is
+    raised in PEP 249 terms (an engine's write conflict is a SerializationFailure)."""
+    if cts is not None:
+        _give_back(backend, raw, txn.txid, cts, timeout)
+    else:
+        _end_quietly(backend, raw, txn.txid)
+    if isinstance(error, Exception) and backend.is_transient_conflict(error):
+        raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
+    if isinstance(error, Exception) and not isinstance(error, OperationalError):
+        raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+    raise error
+
+
 class _Lost(Exception):
     """A timeout resolver decided this commit timestamp (an abort) before its owner did."""
 
@@ -382,22 +406,10 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             txn.engine_open = False
             backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
     except BaseException as error:
-        txn.engine_open = False
-        try:
-            backend.rollback_engine(raw)  # a no-op where the failed commit already ended it
-        except Exception:
-            pass
+        _rollback_quietly(backend, raw, txn)
         if cts is None and take is not None:
             cts = oracle.taken_after_failure(raw)  # the failed request may have taken one
-        if cts is not None:
-            _give_back(backend, raw, txn.txid, cts, timeout)
-        else:
-            _end_quietly(backend, raw, txn.txid)
-        if isinstance(error, Exception) and backend.is_transient_conflict(error):
-            raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
-        if isinstance(error, Exception) and not isinstance(error, OperationalError):
-            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
-        raise
+        _failed_before_outcome(backend, raw, txn, cts, timeout, error)
     lost = False  # True when a timeout resolver's abort marker beat our commit marker
     read_conflict = False
     try:
@@ -503,20 +515,8 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
         txn.engine_open = False
         (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
     except BaseException as error:
-        txn.engine_open = False
-        try:
-            backend.rollback_engine(raw)  # a no-op where the failed request already ended it
-        except Exception:
-            pass
-        if cts is not None:
-            _give_back(backend, raw, txn.txid, cts, timeout)  # whether or not the writes committed: an abort
-        else:
-            _end_quietly(backend, raw, txn.txid)
-        if isinstance(error, Exception) and backend.is_transient_conflict(error):
-            raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; the transaction was rolled back") from error
-        if isinstance(error, Exception) and not isinstance(error, OperationalError):
-            raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
-        raise
+        _rollback_quietly(backend, raw, txn)
+        _failed_before_outcome(backend, raw, txn, cts, timeout, error)  # whether or not the writes committed: an abort
     committed = not conflicts
     try:
         # The outcome row goes in only if the oracle lets us decide cts (a timeout resolver
