@@ -51,10 +51,14 @@ class RestartLoop(threading.Thread):
     """Crash-restarts the server at random moments while the workload runs."""
 
     def __init__(self, restart: Callable[[], None], interval: float, max_restarts: int, seed: int,
-                 recorder: Recorder, events: Counter) -> None:
+                 recorder: Recorder, events: Counter, first_after_invocations: int = 0) -> None:
         super().__init__(name="elle-restarts", daemon=True)
         self.restart = restart
         self.interval = interval
+        # The first restart comes once this many transactions have begun, not after a
+        # time: a workload that finishes faster than one interval would otherwise run
+        # without a single restart on a fast machine.
+        self.first_after_invocations = first_after_invocations
         self.max_restarts = max_restarts
         self.recorder = recorder
         self.events = events
@@ -62,9 +66,18 @@ class RestartLoop(threading.Thread):
         self.error: BaseException | None = None
         self._random = random.Random(seed)
 
+    def _waited(self, first: bool) -> bool:
+        """Waits for the next restart's moment; False when the run stopped first."""
+        if first and self.first_after_invocations > 0:
+            while self.recorder.counts["invoke"] < self.first_after_invocations:
+                if self.stopping.wait(0.01):
+                    return False
+            return True
+        return not self.stopping.wait(self.interval * self._random.uniform(0.5, 1.5))
+
     def run(self) -> None:
-        for _ in range(self.max_restarts):
-            if self.stopping.wait(self.interval * self._random.uniform(0.5, 1.5)):
+        for n in range(self.max_restarts):
+            if not self._waited(first=n == 0):
                 return
             self.recorder.nemesis("restart", ":start")
             try:

@@ -192,7 +192,7 @@ def run(system: Any, config: RunConfig, out: str | Path, *, restart: Callable[[]
     restarts = None
     if "restart" in faults:
         restarts = RestartLoop(restart or system.engine.restart, config.restart_interval, config.max_restarts,
-                               config.seed + 1, recorder, events)
+                               config.seed + 1, recorder, events, first_after_invocations=max(1, config.txns // 20))
         background.append(restarts)
 
     bar, task = _progress_bar(config.txns) if progress else (None, None)
