@@ -38,12 +38,13 @@ import logging
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from tique.backends.base import Backend, user_terms
+from tique.pause import Pause
 from tique.rewrite import facts
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template, template
@@ -69,7 +70,7 @@ class CheckpointPauseTimeout(RuntimeError):
 
 
 @dataclass
-class PausePoint:
+class PausePoint(Pause):
     """Debug fault, off unless a test arms one on a Checkpointer: holds the run just after
     `after` (one of TABLE_STEPS) of `table` has committed, so a test can read what the
     database shows between two steps.
@@ -82,9 +83,6 @@ class PausePoint:
     their rounds meanwhile."""
     table: str
     after: str
-    timeout: float = 60.0
-    reached: threading.Event = field(default_factory=threading.Event)
-    resume: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         if self.after not in TABLE_STEPS:
@@ -93,8 +91,7 @@ class PausePoint:
     def hold(self, table: str, step: str) -> None:
         if table != self.table or step != self.after:
             return
-        self.reached.set()
-        if not self.resume.wait(self.timeout):
+        if not self._held_until_resumed():
             raise CheckpointPauseTimeout(f"checkpoint paused after {step} of {table} for {self.timeout} s and was not resumed")
 
 

@@ -88,7 +88,6 @@ loses (SerializationFailure).
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -98,6 +97,7 @@ from tique.backends.base import Backend
 from tique.catalog import TableDef
 from tique.errors import IntegrityError, OperationalError, SerializationFailure, describe
 from tique.isolation import IsolationLevel
+from tique.pause import Pause
 from tique.read_sets import ReadSet, ReadSetStatements
 from tique.rewrite.constraints import write_set_parts as unique_write_set
 from tique.rewrite import facts
@@ -318,7 +318,7 @@ COMMIT_STAGES = ("timestamp-taken", "certifying")
 
 
 @dataclass
-class CommitPause:
+class CommitPause(Pause):
     """Debug fault, off unless a test arms one on a Connection (commit_pause): holds a
     commit at stage `at` (an armed pause makes the commit take its timestamp on its own,
     never in the write-set's request): `timestamp-taken` (commit timestamp taken,
@@ -328,9 +328,6 @@ class CommitPause:
     `resume` is set, for at most `timeout` seconds, after which the commit fails (its
     timestamp given back as an abort), so neither side waits forever."""
     at: str
-    timeout: float = 60.0
-    reached: threading.Event = field(default_factory=threading.Event)
-    resume: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         if self.at not in COMMIT_STAGES:
@@ -339,8 +336,7 @@ class CommitPause:
     def hold(self, stage: str) -> None:
         if stage != self.at:
             return
-        self.reached.set()
-        if not self.resume.wait(self.timeout):
+        if not self._held_until_resumed():
             raise OperationalError(f"commit paused at {stage} for {self.timeout} s and was not resumed")
 
 
