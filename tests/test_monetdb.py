@@ -169,6 +169,37 @@ def test_rows_whose_columns_hold_alike_values_insert(monetdb_url: str) -> None:
         conn.close()
 
 
+def test_batches_are_sent_plainly_unless_two_columns_hold_alike_values(monetdb_url: str) -> None:
+    """Keeping the first row apart halves MonetDB's speed on large batches, so a batch is
+    sent plainly when no two of its columns hold alike values in every row; values alike
+    in some rows only, or alike in two columns of one batch and not of the next, still
+    insert as natively."""
+    from tique.backends.monetdb import _ApartWhenAlike
+    from tique.planner import batched
+    from tique.rewrite.params import USER_PREFIX
+
+    conn = tique.connect(monetdb_url, autocommit=True)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE alike2 (b BOOLEAN, n INTEGER, m BIGINT, s SMALLINT, c BOOLEAN NOT NULL)")
+        partly = [(True, 1, 1, 4, False), (True, 2, 3, 2, True), (False, 0, 0, 7, True)]
+        wholly = [(True, 1, 1, 1, True), (False, 0, 0, 0, False), (None, 5, 5, None, True)]
+        many = [(k % 2 == 0, k, 10_000 + k, k % 100, k % 3 == 0) for k in range(300)]
+        for rows in (partly, wholly, many):
+            cur.executemany("INSERT INTO alike2 VALUES (?, ?, ?, ?, ?)", rows)
+        cur.execute("SELECT b, n, m, s, c FROM alike2")
+        assert sorted(cur.fetchall(), key=repr) == sorted(partly + wholly + many, key=repr)
+        plan = conn._plan("INSERT INTO alike2 VALUES (?, ?, ?, ?, ?)")
+        (insert,) = batched(plan, 3).inserts
+        assert isinstance(insert, _ApartWhenAlike)
+        context = {name: 1 for name in insert.names if not name.startswith(USER_PREFIX)}
+        flat = lambda rows: tuple(v for row in rows for v in row)  # noqa: E731
+        assert insert.bind(flat(partly), context)[0] == insert.sql
+        assert insert.bind(flat(wholly), context)[0] == insert.apart
+    finally:
+        conn.close()
+
+
 def test_a_writer_whose_session_opened_during_a_liveness_check_is_not_declared_dead(monetdb_url: str) -> None:
     """The stable timestamp declares dead the transactions of sessions the server no
     longer lists: it logs them as rolled back and drops them from the oracle's active

@@ -275,7 +275,7 @@ def run_write(backend: Backend, raw: Any, plan: Any, params: tuple, context: dic
     A failure leaves rows behind only in that engine transaction, which the caller then
     rolls back with the whole tique transaction."""
     # The inserts and the key check go out as one request where the engine pipelines.
-    statements = [(c.sql, c.values(params, context)) for c in plan.inserts]
+    statements = [c.bind(params, context) for c in plan.inserts]
     if plan.validation is not None:
         statements.append((plan.validation.sql, plan.validation.values(params, context)))
     try:

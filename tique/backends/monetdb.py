@@ -709,7 +709,8 @@ class MonetDBBackend(Backend):
             return compiled
 
         first = render_marked(_first_row_apart(row.copy()), self.dialect)
-        return _FirstRowApart(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish, first)
+        return _FirstRowApart(render_marked(head, self.dialect), render_marked(row, self.dialect), width, finish, first,
+                              _values_are_markers(row))
 
     def _insert_head(self, tree: exp.Insert) -> "_InsertHead":
         """How the insert `tree` renders up to its query: its table and column list."""
@@ -975,14 +976,69 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
 
 @dataclass(frozen=True)
 class _FirstRowApart(RowTemplate):
-    """Rows of one shape whose first row, of several, is `first` (see _first_row_apart)."""
+    """Rows of one shape whose first row, of several, is `first` (see _first_row_apart).
+    When each value of a row is one marker (`markers_only`), whether the rows need it is
+    decided per call from the values bound (_ApartWhenAlike): keeping the first row apart
+    halves MonetDB's speed on large batches, and most batches hold no alike columns."""
     first: str = ""
+    markers_only: bool = False
 
     def expand(self, rows: int) -> Compiled:
         if rows < 2:
             return super().expand(rows)
         body = ", ".join(shift_user_params(self.row, k * self.width) if k else self.first for k in range(rows))
-        return self.finish(self.head.replace(ROWS.name, body, 1))
+        apart = self.finish(self.head.replace(ROWS.name, body, 1))
+        if not self.markers_only:
+            return apart
+        plain = super().expand(rows)
+        before = len(_format_markers(self.head.split(ROWS.name, 1)[0]).names)
+        per_row = len(_format_markers(self.row).names)
+        assert apart.names == plain.names, "both texts take the same values"
+        return _ApartWhenAlike(plain.sql, plain.names, apart.sql, before, per_row, rows)
+
+
+@dataclass(frozen=True)
+class _ApartWhenAlike(Compiled):
+    """A multi-row insert sent plainly unless two of its VALUES columns hold alike values
+    in every row (see _first_row_apart), then with its first row apart. Both texts take the
+    same values in the same order; `before` markers precede the rows, `per_row` are each
+    row's, one per column."""
+    apart: str = ""
+    before: int = 0
+    per_row: int = 0
+    rows: int = 0
+
+    def bind(self, user: tuple | list, context: dict[str, int]) -> tuple[str, list]:
+        values = self.values(user, context)
+        columns = {tuple(_alike_key(values[self.before + k * self.per_row + j]) for k in range(self.rows))
+                   for j in range(self.per_row)}
+        return (self.apart if len(columns) < self.per_row else self.sql), values
+
+
+def _alike_key(value: Any) -> Any:
+    """What MonetDB may take for the same constant, coarsely: equal numbers of any type
+    (TRUE is 1) and their text, and NULL. Coarser is safe: it only keeps rows apart."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (int, float, Decimal)):
+        try:
+            return str(Decimal(value).normalize())
+        except ArithmeticError:  # NaN, infinities
+            return str(value)
+    return str(value)
+
+
+def _values_are_markers(row: exp.Tuple) -> bool:
+    """Whether each value of `row` is one marker, under casts only: then the values bound
+    are the VALUES constants, and _ApartWhenAlike can compare them."""
+    for value in row.expressions:
+        while isinstance(value, exp.Cast):
+            value = value.this
+        if not isinstance(value, exp.Placeholder):
+            return False
+    return True
 
 
 def _direct(tree: exp.Expression) -> bool:

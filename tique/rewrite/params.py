@@ -188,6 +188,10 @@ class Compiled:
     sql: str
     names: tuple[str, ...]
 
+    def bind(self, user: tuple | list, context: dict[str, int]) -> tuple[str, list]:
+        """The text to send with these parameters, and the values of its markers."""
+        return self.sql, self.values(user, context)
+
     def values(self, user: tuple | list, context: dict[str, int]) -> list:
         out = []
         for name in self.names:
