@@ -93,26 +93,23 @@ BEGIN
   RETURN c;
 END $$;
 
--- After the outcome of p_cts is written: release it, wait (blocking inside the server,
--- bounded by p_timeout_ms per predecessor) until every earlier commit timestamp has an
--- outcome, aborting owners that died or stalled past the timeout, then advance the
--- snapshot to p_cts. Returns only when transactions that begin later see p_cts.
-CREATE OR REPLACE FUNCTION tq_publish(p_txid BIGINT, p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+-- Advances the snapshot to p_target once every commit timestamp up to it has an outcome:
+-- waits (blocking inside the server, bounded by p_timeout_ms per predecessor) for each
+-- undecided one, aborting owners that died or stalled past the timeout. Returns the
+-- snapshot then, at least p_target. Shared by tq_publish and tq_await.
+CREATE OR REPLACE FUNCTION tq_advance(p_target BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE s BIGINT; p BIGINT; owner BIGINT;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
-  PERFORM pg_advisory_unlock(p_cts);
-  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
   LOOP
     SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
-    IF s >= p_cts THEN
+    IF s >= p_target THEN
       RETURN s;
     END IF;
-    SELECT min(g) INTO p FROM generate_series(s + 1, p_cts - 1) AS g
+    SELECT min(g) INTO p FROM generate_series(s + 1, p_target) AS g
       WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = g);
     IF p IS NULL THEN
-      UPDATE tq_clock SET snapshot = greatest(snapshot, p_cts) WHERE id = 1;
-      RETURN p_cts;
+      UPDATE tq_clock SET snapshot = greatest(snapshot, p_target) WHERE id = 1;
+      RETURN p_target;
     END IF;
     BEGIN
       PERFORM set_config('lock_timeout', p_timeout_ms::text || 'ms', true);
@@ -137,44 +134,24 @@ BEGIN
   END LOOP;
 END $$;
 
--- Ordered certification (tique/read_sets.py): waits, as tq_publish does (bounded by
--- p_timeout_ms per predecessor, aborting owners that died or stalled past it), until
--- every commit timestamp below p_cts has an outcome, and returns the snapshot then.
--- Unlike tq_publish it leaves p_cts (still undecided) alone.
-CREATE OR REPLACE FUNCTION tq_await(p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
-DECLARE s BIGINT; p BIGINT; owner BIGINT;
+-- After the outcome of p_cts is written: release it, then advance the snapshot to p_cts
+-- (tq_advance; p_cts itself is decided). Returns only when transactions that begin later
+-- see p_cts.
+CREATE OR REPLACE FUNCTION tq_publish(p_txid BIGINT, p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
-  LOOP
-    SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
-    IF s >= p_cts - 1 THEN
-      RETURN s;
-    END IF;
-    SELECT min(g) INTO p FROM generate_series(s + 1, p_cts - 1) AS g
-      WHERE NOT EXISTS (SELECT 1 FROM tq_outcome o WHERE o.cts = g);
-    IF p IS NULL THEN
-      UPDATE tq_clock SET snapshot = greatest(snapshot, p_cts - 1) WHERE id = 1;
-      RETURN p_cts - 1;
-    END IF;
-    BEGIN
-      PERFORM set_config('lock_timeout', p_timeout_ms::text || 'ms', true);
-      PERFORM pg_advisory_lock_shared(p);
-      PERFORM pg_advisory_unlock_shared(p);
-    EXCEPTION WHEN lock_not_available THEN
-      NULL;
-    END;
-    PERFORM set_config('lock_timeout', '0', true);
-    SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
-    IF owner IS NULL THEN
-      PERFORM pg_advisory_lock(7411, 3);
-      PERFORM pg_advisory_unlock(7411, 3);
-      SELECT c.txid INTO owner FROM tq_committing c WHERE c.cts = p;
-      IF owner IS NOT NULL THEN
-        CONTINUE;
-      END IF;
-    END IF;
-    INSERT INTO tq_outcome (cts, txid, did_commit) VALUES (p, owner, FALSE) ON CONFLICT (cts) DO NOTHING;
-  END LOOP;
+  PERFORM pg_advisory_unlock(p_cts);
+  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
+  RETURN tq_advance(p_cts, p_timeout_ms);
+END $$;
+
+-- Ordered certification (tique/read_sets.py): waits until every commit timestamp below
+-- p_cts has an outcome (tq_advance to p_cts - 1), and returns the snapshot then. Unlike
+-- tq_publish it leaves p_cts (still undecided) alone.
+CREATE OR REPLACE FUNCTION tq_await(p_cts BIGINT, p_timeout_ms INT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
+  RETURN tq_advance(p_cts - 1, p_timeout_ms);
 END $$;
 
 -- The checkpointer's stable timestamp: at most every running transaction's start.
