@@ -28,7 +28,7 @@ from tique.rewrite import facts, faithful
 from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_marked, shift_user_params
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
-from tique.session import Counters, Session as BaseSession
+from tique.session import Counters, Session as BaseSession, step
 
 
 
@@ -168,6 +168,8 @@ class _CountedCursor:
             if session.pending_begin:
                 session.pending_begin = False
                 operation = "START TRANSACTION; " + operation
+        if self.carried and session.counters.trace is not None:
+            session.counters.trace.carried(self.carried)
         with session.round_trip(origin or operation, commit=commit):
             return self._cursor.execute(operation, values or None)
 
@@ -349,7 +351,8 @@ class MonetDBBackend(Backend):
     def _set_pipeline(self, raw: Session, pipeline: str) -> None:
         if raw.pipeline != pipeline:
             raw.prepared.clear()  # setting the pipeline drops them on the server
-            raw.cursor().execute(f"SET optimizer = '{pipeline}'")
+            with step(raw, "optimizer pipeline"):
+                raw.cursor().execute(f"SET optimizer = '{pipeline}'")
             raw.pipeline = pipeline
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
@@ -375,9 +378,10 @@ class MonetDBBackend(Backend):
             # PREPARE may fail, which would abort an open engine transaction: learn the
             # names on the other session then (they do not depend on the session).
             namer = raw
-            if raw.in_transaction:
-                namer = self._analytic_session(raw)
-            cur.tq_names = self._native_names(namer, naming, values)
+            with step(raw, "column naming"):
+                if raw.in_transaction:
+                    namer = self._analytic_session(raw)
+                cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
     def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
@@ -478,10 +482,11 @@ class MonetDBBackend(Backend):
         rules = raw.column_rules.get(key, ())
         if rules == ():
             names = [m.group(1) or m.group(2) for m in re.finditer(r'"([^"]+)"|(\w+)', columns)]
-            by_name = {str(n): (str(k), int(d), int(sc), bool(nullable)) for n, k, d, sc, nullable in self.rows(
-                raw, "SELECT c.name, c.type, c.type_digits, c.type_scale, c.\"null\" FROM sys.columns AS c "
-                "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
-                "WHERE t.name = $1 AND s.name = current_schema", [target.strip('"')])}
+            with step(raw, "column rules"):
+                by_name = {str(n): (str(k), int(d), int(sc), bool(nullable)) for n, k, d, sc, nullable in self.rows(
+                    raw, "SELECT c.name, c.type, c.type_digits, c.type_scale, c.\"null\" FROM sys.columns AS c "
+                    "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
+                    "WHERE t.name = $1 AND s.name = current_schema", [target.strip('"')])}
             found = [by_name.get(n) for n in names]
             rules = None if None in found else tuple(_ColumnRule(*f) for f in found)  # type: ignore[misc]
             raw.column_rules[key] = rules
@@ -497,7 +502,8 @@ class MonetDBBackend(Backend):
         # doesn't match header": an order's 10+ lines of 10 columns). Take it whole.
         cur.whole_results()
         try:
-            cur.execute(f"PREPARE {plain}")
+            with step(raw, "prepare"):
+                cur.execute(f"PREPARE {plain}")
         except pymonetdb.exceptions.Error:
             return None
         if cur.lastrowid is None:
