@@ -1,9 +1,10 @@
 """`tique bench trace`: where one kind of transaction spends its time, step by step, with
 native's statements beside tique's.
 
-For a pair of systems (native-E, tique-E) each on its own fresh database, one client runs
-a short warm mix (untraced), then N transactions of the chosen kind, each traced: every
-round trip its session sends is recorded with its purpose. The purpose is two labels:
+For a pair of systems (native-E, tique-E) each on its own fresh database, one client per
+system runs a short warm mix (untraced), then N transactions of the chosen kind on the same
+inputs, native's and tique's alternating so that the machine's load weighs on both alike,
+each traced: every round trip its session sends is recorded with its purpose. The purpose is two labels:
 the application statement (or commit) it belongs to, which this module sets around each
 `execute`, and the protocol step inside it that tique names where it sends it
 (`tique.session.step`: begin, snapshot, write + validate, key check, take cts, write-set,
@@ -25,7 +26,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -260,24 +261,30 @@ def _live_counters(conn: Any) -> Counters:
     return live if live is not None else conn._raw.counters
 
 
-def trace_system(system: Any, workload: Workload, kind: str, transactions: int, warmup: float, seed: int = 7) -> SystemTrace:
-    """The warm mix for `warmup` seconds and WARM_OF_KIND transactions of `kind`, untraced;
-    then `transactions` traced transactions of `kind` on inputs drawn from `seed`, so both
-    systems of a pair run the same ones."""
-    names = _statement_names()
-    traced = SystemTrace(system.name, system.version())
-    conn = system.connect()
-    cur = conn.cursor()
-    tracer = Tracer()
+class TracedClient:
+    """One system's client: a connection whose transactions run untraced (warm-up) or
+    traced, each traced one added to the SystemTrace of its kind."""
 
-    def execute(sql: str, params: Sequence[Any]) -> list[tuple]:
-        with tracer.statement(names.get(sql, sql.split(None, 1)[0].upper())):
-            cur.execute(sql, params)
-            return cur.fetchall() if cur.description else []
+    def __init__(self, system: Any, workloads: dict[str, Workload]) -> None:
+        self.system = system
+        self.workloads = workloads
+        self.names = _statement_names()
+        self.conn = system.connect()
+        self.cursor = self.conn.cursor()
+        self.tracer = Tracer()
+        self.live = _live_counters(self.conn)
+        self.errors: list[str] = []
 
-    def attempt(chosen: str, rng: random.Random) -> str:
+    def execute(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        with self.tracer.statement(self.names.get(sql, sql.split(None, 1)[0].upper())):
+            self.cursor.execute(sql, params)
+            return self.cursor.fetchall() if self.cursor.description else []
+
+    def attempt(self, workload: Workload, kind: str, rng: random.Random) -> str:
+        """One transaction: commit, rollback (a New-Order's by design), abort or error."""
+        conn, tracer = self.conn, self.tracer
         try:
-            workload.run(chosen, execute, rng)
+            workload.run(kind, self.execute, rng)
             with tracer.statement("COMMIT", "commit"):
                 conn.commit()
             return "commit"
@@ -290,40 +297,43 @@ def trace_system(system: Any, workload: Workload, kind: str, transactions: int, 
                 conn.rollback()
             except Exception:  # the failure already ended the transaction
                 pass
-            if system.is_abort(error):
+            if self.system.is_abort(error):
                 return "abort"
-            if len(traced.errors) < 5:
-                traced.errors.append(f"{type(error).__name__}: {error}"[:300])
+            self.errors.append(f"{type(error).__name__}: {error}"[:300])
             return "error"
 
-    try:
-        warm = random.Random(seed + 1)
-        until = time.perf_counter() + warmup
+    def warm(self, kind: str, seconds: float, seed: int) -> None:
+        """The workload's mix for `seconds`, then WARM_OF_KIND transactions of `kind`, untraced."""
+        workload = self.workloads[kind]
+        rng = random.Random(seed + 1)
+        until = time.perf_counter() + seconds
         while time.perf_counter() < until:
-            attempt(workload.mix(warm), warm)
+            self.attempt(workload, workload.mix(rng), rng)
         for _ in range(WARM_OF_KIND):
-            attempt(kind, warm)
-        live = _live_counters(conn)
+            self.attempt(workload, kind, rng)
+
+    def traced(self, kind: str, rng: random.Random, into: SystemTrace) -> None:
+        tracer, live = self.tracer, self.live
+        tracer.reset()
+        before = live.copy()
         live.trace = tracer
-        rng = random.Random(seed)
         try:
-            for _ in range(transactions):
-                tracer.reset()
-                before = live.copy()
-                began = time.perf_counter_ns()
-                status = attempt(kind, rng)
-                wall = time.perf_counter_ns() - began
-                if status == "commit":
-                    traced.add(tracer, live.copy() - before, wall)
-                elif status == "rollback":
-                    traced.rollbacks += 1
-                elif status == "abort":
-                    traced.aborts += 1
+            began = time.perf_counter_ns()
+            status = self.attempt(self.workloads[kind], kind, rng)
+            wall = time.perf_counter_ns() - began
         finally:
             live.trace = None
-    finally:
-        conn.close()
-    return traced
+        if status == "commit":
+            into.add(tracer, live.copy() - before, wall)
+        elif status == "rollback":
+            into.rollbacks += 1
+        elif status == "abort":
+            into.aborts += 1
+        elif len(into.errors) < 5:
+            into.errors.append(self.errors[-1])
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 # -- a pair ---------------------------------------------------------------------------------
@@ -331,8 +341,8 @@ def trace_system(system: Any, workload: Workload, kind: str, transactions: int, 
 def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float = 5.0, scale: Any = None,
         checkpoint_ms: int | None = 1000, urls: dict[str, str] | None = None, seed: int = 7,
         console: Any = None) -> Result:
-    """native-`engine` then tique-`engine`, each on its own fresh database (or on `urls`),
-    loaded once and traced for each of `kinds` in turn."""
+    """native-`engine` and tique-`engine`, each on its own fresh database (or on `urls`),
+    loaded once, traced for each of `kinds` in turn, their transactions alternating."""
     from rich.console import Console
 
     from bench.tpcc.loader import FULL
@@ -346,16 +356,27 @@ def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float
     result = Result("trace", f"native-{engine} vs tique-{engine}", "", {
         "engine": engine, "kinds": list(kinds), "transactions": transactions, "warmup_s": warmup, "warm_of_kind": WARM_OF_KIND,
         "warehouses": 1, "clients": 1, "scale": asdict(scale), "checkpoint_ms": checkpoint_ms, "seed": seed})
-    traces: dict[str, list[SystemTrace]] = {kind: [] for kind in kinds}
-    for name in (f"native-{engine}", f"tique-{engine}"):
-        with system_for(name, None, urls.get(name), checkpoint_ms) as system:
+    traces: dict[str, list[SystemTrace]] = {}
+    with ExitStack() as opened:
+        clients = []
+        for name in (f"native-{engine}", f"tique-{engine}"):
+            system = opened.enter_context(system_for(name, None, urls.get(name), checkpoint_ms))
             tpcc = _tpcc_workload(system, scale, console) if any(kind != "keys" for kind in kinds) else None
             keys = _keys_workload(system) if "keys" in kinds else None
-            for kind in kinds:
-                workload = keys if kind == "keys" else tpcc
-                assert workload is not None
-                traces[kind].append(trace_system(system, workload, kind, transactions, warmup, seed))
-            result.engine_version = result.engine_version or system.engine.version()
+            workloads = {kind: keys if kind == "keys" else tpcc for kind in kinds}
+            clients.append(TracedClient(system, workloads))  # type: ignore[arg-type]
+            opened.callback(clients[-1].close)
+        result.engine_version = clients[0].system.engine.version()
+        for kind in kinds:
+            pair = traces[kind] = [SystemTrace(c.system.name, c.system.version()) for c in clients]
+            for client in clients:
+                client.warm(kind, warmup, seed)
+            # Alternately, native's i-th transaction then tique's on the same inputs: the
+            # machine's load (shared, often busy) weighs on both alike.
+            rngs = [random.Random(seed) for _ in clients]
+            for _ in range(transactions):
+                for client, rng, into in zip(clients, rngs, pair):
+                    client.traced(kind, rng, into)
     result.metrics = {"traces": [{"kind": kind, "systems": {t.system: t.as_dict() for t in pair},
                                   "extra": extra_time(*pair)} for kind, pair in traces.items()]}
     return result
