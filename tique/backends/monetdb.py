@@ -12,9 +12,10 @@ import datetime
 import logging
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymonetdb
@@ -104,10 +105,30 @@ class _InsertHead:
         return InsertOfQuery(self.target, self.columns, text[len(self.text):])
 
 
+class _PendingNaming:
+    """A read's Naming, rendered when first asked for: only a read whose result has
+    unlabelled columns needs it, so planning renders every other read once, not twice."""
+
+    def __init__(self, plain: exp.Expression, source: tuple[str, ...], render: Callable[[exp.Expression, bool], Compiled]) -> None:
+        self._plain: exp.Expression | None = plain  # a copy of its own, handed to the renderer
+        self._source = source
+        self._render = render
+        self._lock = threading.Lock()  # two threads asking at once render once
+        self._naming: Naming | None = None
+
+    def rendered(self) -> Naming:
+        with self._lock:
+            if self._naming is None:
+                assert self._plain is not None
+                rendered = self._render(self._plain, True)
+                self._naming, self._plain = Naming(rendered.sql, rendered.names, self._source), None
+            return self._naming
+
+
 class FormatSQL(str):
     """Statement text as compile() renders it: %s markers, a literal % doubled.
     Every other statement tique sends is plain text with $n markers."""
-    naming: Naming | None = None
+    _naming: Naming | _PendingNaming | None = None
     # Set when the statement is such an insert (the plan says so: tique/rewrite/facts.py),
     # which runs as a read, then an insert of the rows read. Other inserts (their rows
     # from VALUES or bare expressions) cannot meet the append conflict and run as they are.
@@ -115,6 +136,14 @@ class FormatSQL(str):
     # An INSERT whose rows come from no table (VALUES or bare expressions): inside an open
     # engine transaction it may travel in front of the statement's validating read.
     direct: bool = False
+
+    @property
+    def naming(self) -> Naming | None:
+        """How to learn the native names of the read's unlabelled result columns (Naming)."""
+        found = self._naming
+        if isinstance(found, _PendingNaming):
+            found = self._naming = found.rendered()
+        return found
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -373,8 +402,7 @@ class MonetDBBackend(Backend):
         if split is not None:
             return self._insert_via_client(raw, split, values)
         cur = self._run(raw, text, values)
-        naming = getattr(sql, "naming", None)
-        if naming is not None and any(_LABEL.match(d[0]) for d in cur.description or ()):
+        if any(_LABEL.match(d[0]) for d in cur.description or ()) and (naming := getattr(sql, "naming", None)) is not None:
             # PREPARE may fail, which would abort an open engine transaction: learn the
             # names on the other session then (they do not depend on the session).
             namer = raw
@@ -690,9 +718,8 @@ class MonetDBBackend(Backend):
         direct = head is None and _direct(tree)
         compiled = self._render(tree, owned)
         if plain is not None:
-            rendered = self._render(plain, owned=True)
             text = FormatSQL(compiled.sql)
-            text.naming = Naming(rendered.sql, rendered.names, compiled.names)
+            text._naming = _PendingNaming(plain, compiled.names, self._render)
             compiled = Compiled(text, compiled.names)
         if head is not None:
             compiled.sql.insert_of_query = head.parts(compiled.sql)  # type: ignore[attr-defined]
