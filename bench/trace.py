@@ -382,23 +382,38 @@ def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float
     return result
 
 
+OWN = "own request"  # extra_time's name for a statement's own work (its body, and for a write its write step)
+
+
+def _own(statement: str, step_name: str) -> bool:
+    """Whether tique's step is the statement's own work, the counterpart of native's whole
+    statement: its request, its write, and for COMMIT the request holding the engine commit."""
+    return step_name in ("statement", "commit", "rollback", "write", "write + validate") or (
+        statement == "COMMIT" and "engine commit" in step_name)
+
+
 def extra_time(native: SystemTrace, tique_trace: SystemTrace) -> list[dict[str, Any]]:
-    """Where tique's time per transaction goes beyond native's, largest first: each
-    protocol step of tique's (no counterpart natively), and each statement's own request
-    against native's whole statement."""
+    """Where tique's time per transaction (engine ms + client CPU ms) goes beyond native's,
+    largest first: each statement's own work against native's whole statement, and each
+    protocol step of tique's (begin, key check, certify, publish, ...: no counterpart natively)."""
     def ms(trace: SystemTrace, cost: StepCost) -> float:
         return (cost.engine_ns + cost.client_cpu_ns) / max(1, trace.transactions) / 1e6
 
-    by_statement: dict[str, StepCost] = {}
+    def rt(trace: SystemTrace, cost: StepCost) -> float:
+        return cost.round_trips / max(1, trace.transactions)
+
+    theirs: dict[str, StepCost] = {}
     for (statement, _), cost in native.steps.items():
-        by_statement.setdefault(statement, StepCost()).add(cost)
-    rows = []
+        theirs.setdefault(statement, StepCost()).add(cost)
+    mine: dict[tuple[str, str], StepCost] = {}
     for (statement, step_name), cost in tique_trace.steps.items():
-        mine = ms(tique_trace, cost)
-        body = step_name in ("statement", "commit", "rollback")
-        theirs = ms(native, by_statement[statement]) if body and statement in by_statement else 0.0
-        rows.append({"statement": statement, "step": step_name, "tique_ms": mine, "native_ms": theirs, "extra_ms": mine - theirs,
-                     "round_trips": cost.round_trips / max(1, tique_trace.transactions)})
+        mine.setdefault((statement, OWN if _own(statement, step_name) else step_name), StepCost()).add(cost)
+    rows = []
+    for (statement, step_name), cost in mine.items():
+        native_cost = theirs.get(statement, StepCost()) if step_name == OWN else StepCost()
+        rows.append({"statement": statement, "step": step_name, "tique_ms": ms(tique_trace, cost),
+                     "native_ms": ms(native, native_cost), "extra_ms": ms(tique_trace, cost) - ms(native, native_cost),
+                     "tique_round_trips": rt(tique_trace, cost), "native_round_trips": rt(native, native_cost)})
     return sorted(rows, key=lambda r: -r["extra_ms"])
 
 
@@ -445,17 +460,22 @@ def show_trace(m: dict[str, Any], console: Any) -> None:
         calls = [s["calls"].get(statement) for s in (native, tq)]
         times = next((c for c in calls if c), None)
         label = statement if times is None or abs(times - 1) < 1e-9 else f"{statement} ×{times:.1f}"
+        inner = list(dict.fromkeys([*steps[0].get(statement, {}), *steps[1].get(statement, {})]))
+        detailed = len(inner) > 1 or bool(inner and inner[0] not in ("statement", "commit", "rollback"))
+        held = sum(r.get("held_inserts", 0) for r in steps[1].get(statement, {}).values())
+        if held and not detailed:
+            label += f" (+{held:.1f} held inserts)"
         view.add_row(label, *cells(list(steps[0].get(statement, {}).values())), *cells(list(steps[1].get(statement, {}).values())),
                      style="bold")
-        inner = list(dict.fromkeys([*steps[0].get(statement, {}), *steps[1].get(statement, {})]))
-        if len(inner) > 1 or (inner and inner[0] not in ("statement", "commit", "rollback")):
-            for name in inner:
-                row = [steps[0].get(statement, {}).get(name), steps[1].get(statement, {}).get(name)]
-                if all(r is None or (not r["round_trips"] and r["client_cpu_ms"] < 0.005) for r in row):
-                    continue  # a step that sent nothing and took no time (a BEGIN that waits for the first statement)
-                held = steps[1].get(statement, {}).get(name, {}).get("held_inserts", 0)
-                shown = f"  {name}" + (f" (+{held:.1f} held inserts)" if held else "")
-                view.add_row(shown, *cells([row[0]] if row[0] else []), *cells([row[1]] if row[1] else []))
+        if not detailed:
+            continue
+        for name in inner:
+            row = [steps[0].get(statement, {}).get(name), steps[1].get(statement, {}).get(name)]
+            if all(r is None or (not r["round_trips"] and r["client_cpu_ms"] < 0.005) for r in row):
+                continue  # a step that sent nothing and took no time (a BEGIN that waits for the first statement)
+            held = (row[1] or {}).get("held_inserts", 0)
+            shown = f"  {name}" + (f" (+{held:.1f} held inserts)" if held else "")
+            view.add_row(shown, *cells([row[0]] if row[0] else []), *cells([row[1]] if row[1] else []))
     view.add_row("total", *(f"{s['total'][k]:.{p}f}" for s in (native, tq) for k, p in
                             (("round_trips", 1), ("engine_ms", 2), ("client_cpu_ms", 2))), style="bold")
     console.print(view)
@@ -470,7 +490,7 @@ def show_trace(m: dict[str, Any], console: Any) -> None:
     gap = tq["wall_ms"] - native["wall_ms"]
     top = [r for r in m["extra"] if r["extra_ms"] > 0][:6]
     console.print(f"tique - native: {gap:+.2f} ms wall per transaction; largest extra steps: "
-                  + "; ".join(f"{r['statement']}/{r['step']} {r['extra_ms']:+.2f} ms ({r['round_trips']:.1f} rt)" for r in top))
+                  + "; ".join(f"{r['statement']}/{r['step']} {r['extra_ms']:+.2f} ms ({r['tique_round_trips']:.1f} rt)" for r in top))
 
 
 def benchmark(engine: str, kinds: Sequence[str], transactions: int, warmup: float, scale: Any, checkpoint_ms: int | None,
