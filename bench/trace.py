@@ -2,11 +2,12 @@
 native's statements beside tique's.
 
 For a pair of systems (native-E, tique-E) each on its own fresh database, one client per
-system runs a short warm mix (untraced), then N transactions of the chosen kind on the same
-inputs, native's and tique's alternating so that the machine's load weighs on both alike,
-each traced: every round trip its session sends is recorded with its purpose. The purpose is two labels:
-the application statement (or commit) it belongs to, which this module sets around each
-`execute`, and the protocol step inside it that tique names where it sends it
+system runs a short warm mix (untraced), then N transactions of the chosen kind on the
+same inputs, native's and tique's alternating so that the machine's load weighs on both
+alike, each traced: every round trip its session sends is recorded with its purpose. The
+purpose is two labels: the application statement (or commit) it belongs to, which this
+module sets around each `execute`, and the protocol step inside it that tique names where
+it sends it
 (`tique.session.step`: begin, snapshot, write + validate, key check, take cts, write-set,
 certify, outcome, publish, end, MonetDB's prepare and column naming). A statement's own
 request is its `statement` step; held inserts that travel in front of a request are
