@@ -218,6 +218,16 @@ def _bench_htap(args: argparse.Namespace) -> int:
 
 
 
+def _bench_trace(args: argparse.Namespace) -> int:
+    from bench.compare import SCALES
+    from bench.trace import benchmark
+
+    urls = dict(item.split("=", 1) for item in args.url or [])
+    result = benchmark(args.engine, [kind.replace("-", "_") for kind in args.kind], args.transactions, args.warmup, SCALES[args.scale],
+                       args.checkpoint_ms or None, urls, args.out)
+    return 1 if any(s["errors"] for trace in result.metrics["traces"] for s in trace["systems"].values()) else 0
+
+
 def _bench_executemany(args: argparse.Namespace) -> int:
     from bench.executemany import report, run
     from drivers import open_system
@@ -366,6 +376,20 @@ def register(sub: Any) -> None:
     packed.add_argument("--items", type=int, default=10_000, help="rows per (warehouse, district); 10 districts")
     packed.add_argument("--repeats", type=int, default=1000)
     packed.set_defaults(func=_bench_packed)
+    tr = bench_sub.add_parser("trace", help="one kind of transaction, step by step: round trips, engine ms and client CPU "
+                                            "of each statement and each tique protocol step, native beside tique (1 warehouse, 1 client)")
+    tr.add_argument("--engine", required=True, choices=["duckdb", "postgres", "monetdb"], help="traces native-ENGINE and tique-ENGINE")
+    tr.add_argument("--kind", required=True, nargs="+",
+                    choices=["new-order", "payment", "order-status", "delivery", "stock-level", "keys"],
+                    help="TPC-C transactions, or keys (bench keys' read 2 keys, update both): each traced in turn on one load")
+    tr.add_argument("--transactions", type=int, default=50, help="traced transactions (the committed ones are averaged)")
+    tr.add_argument("--warmup", type=float, default=5.0, metavar="SECONDS", help="untraced standard mix before them")
+    tr.add_argument("--scale", choices=["full", "small", "tiny"], default="full",
+                    help="TPC-C cardinalities: full (the specification), small (1/10 items and customers), tiny (tests)")
+    tr.add_argument("--checkpoint-ms", type=int, default=1000, help="tique: background checkpointer interval (0: none)")
+    tr.add_argument("--url", action="append", metavar="SYSTEM=URL", help="use an existing database for a system")
+    tr.add_argument("--out", metavar="RESULT.json", help="write the breakdown as JSON")
+    tr.set_defaults(func=_bench_trace)
     em = bench_sub.add_parser("executemany", help="rows/s of executemany of a one-row INSERT in one transaction, native and through tique side by side")
     em.add_argument("--system", dest="systems", nargs="+", choices=SYSTEMS,
                     default=["native-duckdb", "tique-duckdb", "native-postgres", "tique-postgres"],

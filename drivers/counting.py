@@ -22,15 +22,25 @@ class CountingCursor(CursorAdapter):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> "CountingCursor":
         owner = self._owner
         counters = owner.counters_live
+        trace = counters.trace
         if owner.begins_explicitly and not owner.in_transaction:
             counters.round_trips += 1  # the driver's BEGIN
+            if trace is not None:  # sent inside the statement's execute: its time is the statement's
+                with trace.step("begin (driver)"):
+                    trace.round_trip_began()
+                    trace.round_trip_ended(0, False)
         owner.in_transaction = True
+        if trace is not None:
+            trace.round_trip_began()
         started = time.perf_counter_ns()
         try:
             self._cursor.execute(sql, params)
         finally:
+            elapsed = time.perf_counter_ns() - started
             counters.round_trips += 1
-            counters.engine_ns += time.perf_counter_ns() - started
+            counters.engine_ns += elapsed
+            if trace is not None:
+                trace.round_trip_ended(elapsed, False)
         return self
 
 
@@ -50,15 +60,22 @@ class CountingConnection:
 
     def _end(self, action: Any, commit: bool) -> None:
         counters = self.counters_live
+        trace = counters.trace
+        if trace is not None:
+            trace.round_trip_began()
         started = time.perf_counter_ns()
         try:
             action()
         finally:
+            elapsed = time.perf_counter_ns() - started
+            committed = commit and self.in_transaction
             counters.round_trips += 1
-            counters.engine_ns += time.perf_counter_ns() - started
-            if commit and self.in_transaction:
+            counters.engine_ns += elapsed
+            if committed:
                 counters.engine_commits += 1
             self.in_transaction = False
+            if trace is not None:
+                trace.round_trip_ended(elapsed, committed)
 
     def commit(self) -> None:
         self._end(self._conn.commit, True)

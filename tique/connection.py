@@ -23,7 +23,7 @@ from tique.rewrite.params import Compiled
 from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
 from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
-from tique.session import Counters
+from tique.session import Counters, step
 from tique.read_sets import ReadSet, ReadShape, storable
 from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
                                release, reserve, run_write)
@@ -329,10 +329,11 @@ class Connection:
             self._backend.catalog_committing()
         if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
             txn.engine_open = False
-            if txn.schema_changed:  # but a schema change to commit
-                self._backend.commit_engine(self._raw)
-            else:
-                self._backend.rollback_engine(self._raw)
+            with step(self._raw, "engine commit"):
+                if txn.schema_changed:  # but a schema change to commit
+                    self._backend.commit_engine(self._raw)
+                else:
+                    self._backend.rollback_engine(self._raw)
         if txn.shared_set and not txn.written and not txn.engine_open:
             self._open_engine_transaction(txn)  # a FOR SHARE reader commits like a writer of nothing
         if txn.written or txn.shared_set:
@@ -342,7 +343,8 @@ class Connection:
         elif txn.reserved_cts is not None:  # a re-execution that wrote nothing gives its timestamp back
             release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
         else:
-            self._backend.oracle.end(self._raw, txn.txid)
+            with step(self._raw, "end"):
+                self._backend.oracle.end(self._raw, txn.txid)
 
     def _reads_to_certify(self, txn: Transaction) -> ReadsToCertify | None:
         """A SERIALIZABLE writer's read-set and the rows read FOR SHARE, to log and certify at
@@ -397,13 +399,15 @@ class Connection:
             try:
                 if txn.engine_open:
                     txn.engine_open = False
-                    self._backend.rollback_engine(self._raw)
+                    with step(self._raw, "engine rollback"):
+                        self._backend.rollback_engine(self._raw)
             finally:
                 self._schema_change_over(txn, committed=False)
             if txn.reserved_cts is not None:
                 release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
             else:
-                self._backend.oracle.end(self._raw, txn.txid)
+                with step(self._raw, "end"):
+                    self._backend.oracle.end(self._raw, txn.txid)
         except Exception as error:
             raise self._backend.translate(error, "ROLLBACK") from error
 
@@ -503,7 +507,8 @@ class Connection:
         self._reloaded = False
         if txn is None:
             try:
-                txid, sts, version = self._backend.begin(self._raw)
+                with step(self._raw, "begin"):
+                    txid, sts, version = self._backend.begin(self._raw)
             except errors.Error:
                 raise
             except Exception as error:
@@ -514,7 +519,8 @@ class Connection:
             txn = self._txn = Transaction(txid, sts, level=self._isolation, read_only=self._read_only)
             if version != self._catalog_version:
                 try:
-                    self._reload_catalog(version)
+                    with step(self._raw, "catalog reload"):
+                        self._reload_catalog(version)
                 except BaseException as error:
                     self._abandon(txn)
                     if isinstance(error, Exception) and not isinstance(error, errors.Error):
@@ -699,7 +705,8 @@ class Connection:
             self._fold_snapshot = True
             return
         try:
-            fresh = self._backend.oracle.statement_snapshot(self._raw)
+            with step(self._raw, "snapshot"):
+                fresh = self._backend.oracle.statement_snapshot(self._raw)
         except errors.Error:
             raise
         except Exception as error:
@@ -831,9 +838,11 @@ class Connection:
                 # key, not by the engine against the cache rows just written.
                 plan, key_check = dataclasses.replace(plan, validation=None), clean_keys
         try:
-            count = run_write(self._backend, self._raw, plan, params, context, statement)
+            with step(self._raw, "write + validate" if plan.validation is not None else "write"):
+                count = run_write(self._backend, self._raw, plan, params, context, statement)
             if key_check is not None:
-                self._check_new_keys(plan.table, key_check, statement)
+                with step(self._raw, "key check"):
+                    self._check_new_keys(plan.table, key_check, statement)
         except errors.Error:
             raise
         except Exception as error:
@@ -906,7 +915,8 @@ class Connection:
             if self._backend.cache_state is not None:
                 txn.engine_epoch = self._backend.cache_state.epoch()  # before the engine's snapshot
             try:
-                self._backend.begin_engine(self._raw)
+                with step(self._raw, "engine begin"):
+                    self._backend.begin_engine(self._raw)
             except Exception as error:
                 raise self._backend.translate(error, "BEGIN") from error
             txn.engine_open = True

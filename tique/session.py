@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 # Statements that change the database: autocommitted, each is an engine commit. The
 # oracle's PostgreSQL functions write their log tables; MonetDB's oracle keeps its state
@@ -28,6 +28,25 @@ def writes(sql: str) -> bool:
     return _WRITES.search(sql) is not None
 
 
+class Trace(Protocol):
+    """Who records every round trip with its purpose while a benchmark traces a
+    transaction (bench/trace.py). Sessions that share counters share it, so a second
+    connection's requests (MonetDB's analytical session) are traced with the first's."""
+
+    def step(self, name: str) -> AbstractContextManager[None]:
+        """Labels the round trips sent inside the block with `name` (innermost wins)."""
+
+    def round_trip_began(self) -> None: ...
+
+    def round_trip_ended(self, engine_ns: int, committed: bool) -> None: ...
+
+    def carried(self, held: int) -> None:
+        """The round trip about to be sent carries `held` inserts held from earlier statements."""
+
+
+_UNTRACED: AbstractContextManager[None] = nullcontext()
+
+
 @dataclass
 class Counters:
     """What a session has cost so far. `engine_ns` is the wall time spent waiting for the
@@ -36,6 +55,11 @@ class Counters:
     round_trips: int = 0
     engine_commits: int = 0
     engine_ns: int = 0
+
+    def __post_init__(self) -> None:
+        # Not a field (copies and differences carry numbers only): set only while a
+        # benchmark traces, so an untraced round trip pays one attribute test.
+        self.trace: Trace | None = None
 
     def copy(self) -> "Counters":
         return Counters(self.round_trips, self.engine_commits, self.engine_ns)
@@ -69,12 +93,26 @@ class Session:
         """Accounts one request to the engine around the block that sends it. `commit`:
         the request ends an engine transaction; otherwise an autocommitted statement
         that writes counts as a commit of its own."""
+        counters = self.counters
+        trace = counters.trace
+        if trace is not None:
+            trace.round_trip_began()
         start = time.perf_counter_ns()
         try:
             yield
         finally:
-            counters = self.counters
+            elapsed = time.perf_counter_ns() - start
             counters.round_trips += 1
-            counters.engine_ns += time.perf_counter_ns() - start
-            if commit or (not self.in_transaction and sql and writes(sql)):
+            counters.engine_ns += elapsed
+            committed = commit or bool(not self.in_transaction and sql and writes(sql))
+            if committed:
                 counters.engine_commits += 1
+            if trace is not None:
+                trace.round_trip_ended(elapsed, committed)
+
+
+def step(session: Session, name: str) -> AbstractContextManager[None]:
+    """`with step(raw, "certify"):` labels the round trips of the block with their purpose
+    when a benchmark traces the session (bench/trace.py); otherwise a shared no-op."""
+    trace = session.counters.trace
+    return _UNTRACED if trace is None else trace.step(name)

@@ -99,6 +99,7 @@ from tique.errors import IntegrityError, OperationalError, SerializationFailure,
 from tique.isolation import IsolationLevel
 from tique.pause import Pause
 from tique.read_sets import ReadSet, ReadSetStatements
+from tique.session import step
 from tique.rewrite.constraints import write_set_parts as unique_write_set
 from tique.rewrite import facts
 from tique.rewrite.params import Compiled
@@ -388,19 +389,22 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             ws = sql.write_set(tables, taken_in_request=True)
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=True) if reads is not None else []
             txn.engine_open = False
-            cursors = backend.commit_engine(raw, [take, *([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
+            with step(raw, "take cts + write-set + engine commit"):
+                cursors = backend.commit_engine(raw, [take, *([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
             cts = int(cursors[0].fetchone()[0])
             ctx["tq_cts"] = cts
         else:
             if cts is None:
-                cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
+                with step(raw, "take cts"):
+                    cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
             ctx["tq_cts"] = cts
             if pause is not None:
                 pause.hold("timestamp-taken")
             ws = sql.write_set(tables)
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             txn.engine_open = False
-            backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
+            with step(raw, "write-set + engine commit"):
+                backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
         if cts is None and take is not None:
@@ -416,12 +420,13 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                     pause.hold("certifying")
                 check = sql.reads.certify(reads.scanned)
                 waiting = oracle.await_statement(cts, timeout)
-                if waiting is not None:  # one request: the wait, then the certification
-                    cursors = backend.execute_all(raw, [waiting, (check.sql, check.values((), ctx))])
-                    read_conflict = bool(cursors[1].fetchall())
-                else:
-                    oracle.await_predecessors(raw, cts, timeout)
-                    read_conflict = bool(backend.rows(raw, check.sql, check.values((), ctx)))
+                with step(raw, "certify reads"):
+                    if waiting is not None:  # one request: the wait, then the certification
+                        cursors = backend.execute_all(raw, [waiting, (check.sql, check.values((), ctx))])
+                        read_conflict = bool(cursors[1].fetchall())
+                    else:
+                        oracle.await_predecessors(raw, cts, timeout)
+                        read_conflict = bool(backend.rows(raw, check.sql, check.values((), ctx)))
             if not oracle.decide(raw, cts):
                 raise _Lost()
             if read_conflict:
@@ -431,11 +436,14 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
             elif backend.supports_returning:
-                cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
+                with step(raw, "certify + outcome"):
+                    cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
                 committed = bool(cur.fetchone()[0])
             else:
-                committed = not backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx))
-                backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": committed}))
+                with step(raw, "certify"):
+                    committed = not backend.rows(raw, sql.certify.sql, sql.certify.values((), ctx))
+                with step(raw, "outcome"):
+                    backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": committed}))
         except _Lost:
             committed, lost = False, True
         except Exception as error:
@@ -457,7 +465,8 @@ def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableD
     already did), then report the outcome."""
     try:
         if publish:
-            backend.oracle.publish(raw, txn.txid, cts, timeout)
+            with step(raw, "publish"):
+                backend.oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:
         # The outcome row for cts is in, so the transaction is decided and nothing is left
         # to roll back: a rollback mark would let the checkpointer purge committed versions.
@@ -497,8 +506,9 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     cts: int | None = None
     try:
         hashes_query = sql.write_set_hashes(tables)
-        (found, taken), _ = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
-                                                  oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
+        with step(raw, "write-set hashes + take cts"):
+            (found, taken), _ = backend.request(raw, [(hashes_query.sql, hashes_query.values((), ctx)),
+                                                      oracle.statement("take", txn.txid, max(1, int(timeout * 1000)))])
         cts = int(taken[0][0])
         if cts < 0:
             raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
@@ -509,7 +519,8 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
             rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
             statements.append((f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)]))
         txn.engine_open = False
-        (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+        with step(raw, "write-set + engine commit + certify"):
+            (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
         _failed_before_outcome(backend, raw, txn, cts, timeout, error)  # whether or not the writes committed: an abort
@@ -521,7 +532,8 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
         decide, decide_params = oracle.statement("decide", cts, 0)
         marker = (f"INSERT INTO tq_outcome (cts, txid, did_commit) SELECT CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BOOLEAN) "
                   f"FROM ({decide}) AS tq_decided WHERE tq_decided.r1 = 1")
-        _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
+        with step(raw, "decide + outcome"):
+            _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
     except BaseException as error:
         if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
             _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort

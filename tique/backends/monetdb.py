@@ -12,9 +12,10 @@ import datetime
 import logging
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymonetdb
@@ -28,7 +29,7 @@ from tique.rewrite import facts, faithful
 from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_marked, shift_user_params
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
-from tique.session import Counters, Session as BaseSession
+from tique.session import Counters, Session as BaseSession, step
 
 
 
@@ -104,10 +105,30 @@ class _InsertHead:
         return InsertOfQuery(self.target, self.columns, text[len(self.text):])
 
 
+class _PendingNaming:
+    """A read's Naming, rendered when first asked for: only a read whose result has
+    unlabelled columns needs it, so planning renders every other read once, not twice."""
+
+    def __init__(self, plain: exp.Expression, source: tuple[str, ...], render: Callable[[exp.Expression, bool], Compiled]) -> None:
+        self._plain: exp.Expression | None = plain  # a copy of its own, handed to the renderer
+        self._source = source
+        self._render = render
+        self._lock = threading.Lock()  # two threads asking at once render once
+        self._naming: Naming | None = None
+
+    def rendered(self) -> Naming:
+        with self._lock:
+            if self._naming is None:
+                assert self._plain is not None
+                rendered = self._render(self._plain, True)
+                self._naming, self._plain = Naming(rendered.sql, rendered.names, self._source), None
+            return self._naming
+
+
 class FormatSQL(str):
     """Statement text as compile() renders it: %s markers, a literal % doubled.
     Every other statement tique sends is plain text with $n markers."""
-    naming: Naming | None = None
+    _naming: Naming | _PendingNaming | None = None
     # Set when the statement is such an insert (the plan says so: tique/rewrite/facts.py),
     # which runs as a read, then an insert of the rows read. Other inserts (their rows
     # from VALUES or bare expressions) cannot meet the append conflict and run as they are.
@@ -115,6 +136,14 @@ class FormatSQL(str):
     # An INSERT whose rows come from no table (VALUES or bare expressions): inside an open
     # engine transaction it may travel in front of the statement's validating read.
     direct: bool = False
+
+    @property
+    def naming(self) -> Naming | None:
+        """How to learn the native names of the read's unlabelled result columns (Naming)."""
+        found = self._naming
+        if isinstance(found, _PendingNaming):
+            found = self._naming = found.rendered()
+        return found
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -168,6 +197,8 @@ class _CountedCursor:
             if session.pending_begin:
                 session.pending_begin = False
                 operation = "START TRANSACTION; " + operation
+        if self.carried and session.counters.trace is not None:
+            session.counters.trace.carried(self.carried)
         with session.round_trip(origin or operation, commit=commit):
             return self._cursor.execute(operation, values or None)
 
@@ -349,7 +380,8 @@ class MonetDBBackend(Backend):
     def _set_pipeline(self, raw: Session, pipeline: str) -> None:
         if raw.pipeline != pipeline:
             raw.prepared.clear()  # setting the pipeline drops them on the server
-            raw.cursor().execute(f"SET optimizer = '{pipeline}'")
+            with step(raw, "optimizer pipeline"):
+                raw.cursor().execute(f"SET optimizer = '{pipeline}'")
             raw.pipeline = pipeline
 
     def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
@@ -370,14 +402,14 @@ class MonetDBBackend(Backend):
         if split is not None:
             return self._insert_via_client(raw, split, values)
         cur = self._run(raw, text, values)
-        naming = getattr(sql, "naming", None)
-        if naming is not None and any(_LABEL.match(d[0]) for d in cur.description or ()):
+        if any(_LABEL.match(d[0]) for d in cur.description or ()) and (naming := getattr(sql, "naming", None)) is not None:
             # PREPARE may fail, which would abort an open engine transaction: learn the
             # names on the other session then (they do not depend on the session).
             namer = raw
-            if raw.in_transaction:
-                namer = self._analytic_session(raw)
-            cur.tq_names = self._native_names(namer, naming, values)
+            with step(raw, "column naming"):
+                if raw.in_transaction:
+                    namer = self._analytic_session(raw)
+                cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
     def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
@@ -478,10 +510,11 @@ class MonetDBBackend(Backend):
         rules = raw.column_rules.get(key, ())
         if rules == ():
             names = [m.group(1) or m.group(2) for m in re.finditer(r'"([^"]+)"|(\w+)', columns)]
-            by_name = {str(n): (str(k), int(d), int(sc), bool(nullable)) for n, k, d, sc, nullable in self.rows(
-                raw, "SELECT c.name, c.type, c.type_digits, c.type_scale, c.\"null\" FROM sys.columns AS c "
-                "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
-                "WHERE t.name = $1 AND s.name = current_schema", [target.strip('"')])}
+            with step(raw, "column rules"):
+                by_name = {str(n): (str(k), int(d), int(sc), bool(nullable)) for n, k, d, sc, nullable in self.rows(
+                    raw, "SELECT c.name, c.type, c.type_digits, c.type_scale, c.\"null\" FROM sys.columns AS c "
+                    "JOIN sys.tables AS t ON t.id = c.table_id JOIN sys.schemas AS s ON s.id = t.schema_id "
+                    "WHERE t.name = $1 AND s.name = current_schema", [target.strip('"')])}
             found = [by_name.get(n) for n in names]
             rules = None if None in found else tuple(_ColumnRule(*f) for f in found)  # type: ignore[misc]
             raw.column_rules[key] = rules
@@ -497,7 +530,8 @@ class MonetDBBackend(Backend):
         # doesn't match header": an order's 10+ lines of 10 columns). Take it whole.
         cur.whole_results()
         try:
-            cur.execute(f"PREPARE {plain}")
+            with step(raw, "prepare"):
+                cur.execute(f"PREPARE {plain}")
         except pymonetdb.exceptions.Error:
             return None
         if cur.lastrowid is None:
@@ -684,9 +718,8 @@ class MonetDBBackend(Backend):
         direct = head is None and _direct(tree)
         compiled = self._render(tree, owned)
         if plain is not None:
-            rendered = self._render(plain, owned=True)
             text = FormatSQL(compiled.sql)
-            text.naming = Naming(rendered.sql, rendered.names, compiled.names)
+            text._naming = _PendingNaming(plain, compiled.names, self._render)
             compiled = Compiled(text, compiled.names)
         if head is not None:
             compiled.sql.insert_of_query = head.parts(compiled.sql)  # type: ignore[attr-defined]
