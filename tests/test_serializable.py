@@ -146,18 +146,62 @@ def test_point_reads_of_a_composite_key(connect: Connect) -> None:
             conn.commit()
 
 
-def test_create_table_as_select_records_its_reads(connect: Connect, engine: str) -> None:
-    """CREATE TABLE ... AS SELECT in a SERIALIZABLE transaction reads its source like any query."""
+def test_a_failed_serializable_commit_leaves_no_schema_change(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+    """A SERIALIZABLE transaction reads the doctors on call and copies them into a new table;
+    a concurrent commit changes what it read, so its commit must fail, and then the database
+    must be as if it never ran: no table roster. Reads are certified after the engine commit
+    that makes a schema change permanent, so tique refuses the schema change inside a
+    SERIALIZABLE transaction, and the transaction leaves nothing."""
     _doctors(connect)
     conn, other = connect(isolation_level="serializable"), connect()
-    run(conn, "BEGIN")  # inside a transaction (between transactions it commits at once)
-    run(conn, "CREATE TABLE roster AS SELECT id FROM doctors WHERE on_call")
+    for ddl in ("CREATE TABLE roster AS SELECT id FROM doctors WHERE on_call", "CREATE TABLE roster (id INTEGER PRIMARY KEY)"):
+        assert run(conn, "SELECT count(*) FROM doctors WHERE on_call") == [(2,)]
+        failed: list[BaseException] = []
+        try:
+            run(conn, ddl)
+            run(other, "UPDATE doctors SET on_call = NOT on_call WHERE id = 1")
+            other.commit()
+            conn.commit()
+        except tique.Error as error:
+            failed.append(error)
+            conn.rollback()
+        assert failed, "the commit succeeded although a concurrent commit changed what it read"
+        assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == [], f"{failed[0]!r} left the schema change"
+        assert "roster" not in connect().tables
+        assert isinstance(failed[0], tique.NotSupportedError), failed
+        assert "SERIALIZABLE" in str(failed[0]) and "tq_" not in str(failed[0])
     run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
     other.commit()
-    with pytest.raises(tique.SerializationFailure) as failed:
-        conn.commit()
-    if engine != "monetdb":  # MonetDB's own engine aborts the schema change first, for the concurrent write
-        assert "wrote data it read" in str(failed.value)
+    # Between transactions a CREATE TABLE ... AS SELECT is a transaction of its own, at any level.
+    run(conn, "CREATE TABLE roster AS SELECT id FROM doctors WHERE on_call")
+    assert not conn.in_transaction
+    assert run(connect(), "SELECT id FROM roster ORDER BY id") == [(2,)]
+    # And the same transaction at REPEATABLE READ carries its schema change.
+    snap = connect(isolation_level="repeatable read")
+    assert run(snap, "SELECT count(*) FROM doctors WHERE on_call") == [(1,)]
+    run(snap, "CREATE TABLE roster2 AS SELECT id FROM doctors WHERE on_call")
+    snap.commit()
+    assert run(connect(), "SELECT id FROM roster2") == [(2,)]
+
+
+def test_schema_change_and_read_for_share_exclude_each_other(connect: Connect, engine: str,
+                                                             native: Callable[[str], list[tuple]]) -> None:
+    """Rows read FOR SHARE are certified after the engine commit at every level, like a
+    SERIALIZABLE read-set: a schema change after them, or they after one, is refused."""
+    if engine != "postgres":
+        pytest.skip("PostgreSQL only: DuckDB and MonetDB have no locking reads")
+    _doctors(connect)
+    conn = connect()
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 1 FOR SHARE") == [(True,)]
+    with pytest.raises(tique.NotSupportedError, match="FOR SHARE"):
+        run(conn, "CREATE TABLE roster (id INTEGER PRIMARY KEY)")
+    conn.rollback()
+    run(conn, "BEGIN")
+    run(conn, "CREATE TABLE roster (id INTEGER PRIMARY KEY)")
+    with pytest.raises(tique.NotSupportedError, match="FOR SHARE"):
+        run(conn, "SELECT on_call FROM doctors WHERE id = 1 FOR SHARE")
+    conn.rollback()
+    assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == []
 
 
 def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> None:

@@ -734,6 +734,8 @@ class Connection:
             shape = plan.read.reads if isinstance(plan, LockingReadPlan) else plan.reads
             self._note_reads(txn, shape, params)
         if isinstance(plan, LockingReadPlan) and (plan.shared.scans or plan.shared.points):
+            if txn.schema_changed:
+                raise NotSupportedError(describe(sql, f"a read FOR SHARE after a schema change in the same transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
             if txn.shared_set is None:
                 txn.shared_set = ReadSet()
             txn.shared_set.note(plan.shared, params)
@@ -993,11 +995,15 @@ class Connection:
         finally:
             self._schema_changed({_ddl_target(plan)}, committed)
 
-    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan, statement: str, params: tuple = ()) -> None:
+    def _ddl_in_transaction(self, txn: Transaction, plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan, statement: str, params: tuple = (),
+                            alone: bool = False) -> None:
+        """`alone`: the transaction is the statement's own (CREATE TABLE ... AS between transactions)."""
         txn.used = True
+        verb = statement.split(None, 1)[0].upper() if statement.strip() else "DDL"
         if txn.read_only:
-            verb = statement.split(None, 1)[0].upper() if statement.strip() else "DDL"
             raise errors.InternalError(describe(statement, f"cannot execute {verb} in a read-only transaction"))
+        if not alone:
+            _refuse_schema_change_certified_after_commit(txn, statement, verb)
         if txn.buffered:  # the writes before it run before it, as written
             self._flush_buffered(txn)
         self._open_engine_transaction(txn)
@@ -1006,7 +1012,11 @@ class Connection:
         txn.schema_changed.add(_ddl_target(plan))
         try:
             if isinstance(plan, CreateAsPlan):
-                if txn.level is IsolationLevel.SERIALIZABLE:
+                # A statement in a transaction of its own reads one snapshot and writes only a
+                # table no other transaction can see before it commits: serializable at its
+                # snapshot, so its reads are not certified (which would come after its engine
+                # commit had made the new table permanent).
+                if txn.level is IsolationLevel.SERIALIZABLE and not alone:
                     self._note_reads(txn, plan.reads, params)
                 self._apply_create_as(plan, statement, params, txn)
             else:
@@ -1057,7 +1067,7 @@ class Connection:
         implicit = self._txn is None
         txn = self._begin()
         try:
-            self._ddl_in_transaction(txn, plan, statement, params)
+            self._ddl_in_transaction(txn, plan, statement, params, alone=implicit)
         except BaseException:
             if implicit:
                 self._abandon(txn)
@@ -1137,6 +1147,27 @@ class Connection:
                 backend.cache_state.forget(name)
         _forget_commit_statements(backend)
         self._load_catalog()
+
+
+# Why a schema change cannot join a transaction whose reads are certified: certification
+# runs after the engine commit (tique/transaction.py, step 3), and a schema change takes
+# effect at that engine commit, while rows only at the outcome row. A commit that then
+# failed would leave the schema change in place, not "as if the transaction never ran".
+# Writes are checked before the engine commit of a schema change (Connection._precertify),
+# so at READ COMMITTED and SNAPSHOT DDL joins the transaction; only a writer of the same key
+# certifying at the same moment slips past that check (ddl.committed_conflict).
+_CERTIFIED_AFTER_COMMIT = ("tique certifies the transaction's reads after the engine commit that makes a schema change take effect, "
+                           "so a commit that failed certification could not undo it; change the schema between transactions "
+                           "(it then commits on its own) or in a READ COMMITTED or REPEATABLE READ transaction")
+
+
+def _refuse_schema_change_certified_after_commit(txn: Transaction, statement: str, verb: str) -> None:
+    """NotSupportedError for DDL inside a transaction whose reads commit certifies: at
+    SERIALIZABLE (its read-set), or after rows read FOR SHARE."""
+    if txn.level is IsolationLevel.SERIALIZABLE:
+        raise NotSupportedError(describe(statement, f"{verb} inside a SERIALIZABLE transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
+    if txn.shared_set:
+        raise NotSupportedError(describe(statement, f"{verb} after a read FOR SHARE in the same transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
 
 
 def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan) -> str:
