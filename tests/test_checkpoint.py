@@ -332,6 +332,15 @@ def test_a_round_runs_no_statement_against_an_idle_table(connect: Connect, nativ
     conn.commit()
 
 
+def _assert_nothing_at_or_below(native: Callable[[str], list[tuple]], stable: int) -> None:
+    stale = native(f"SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE o.cts <= {stable}")
+    assert stale == [(0,)]
+    aborted = native("SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE NOT o.did_commit")
+    assert aborted == [(0,)]
+    for log in ("tq_write_sets", "tq_outcome", "tq_committing", "tq_read_sets"):
+        assert native(f"SELECT count(*) FROM {log} WHERE cts <= {stable}") == [(0,)], log
+
+
 def test_rounds_leave_nothing_at_or_below_the_stable_timestamp(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
     conn = _setup(connect, rows=20)
     other = connect()
@@ -364,16 +373,18 @@ def test_rounds_leave_nothing_at_or_below_the_stable_timestamp(connect: Connect,
             report = checkpointer.run_once()
         stable = report.stable
         assert stable > 0
-        stale = native(f"SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE o.cts <= {stable}")
-        assert stale == [(0,)]
-        aborted = native("SELECT count(*) FROM kv_cache c JOIN tq_outcome o ON o.txid = c.tq_txid WHERE NOT o.did_commit")
-        assert aborted == [(0,)]
-        for log in ("tq_write_sets", "tq_outcome", "tq_committing", "tq_read_sets"):
-            assert native(f"SELECT count(*) FROM {log} WHERE cts <= {stable}") == [(0,)], log
+        # On MonetDB the purge of what the rounds moved waits for the holder, begun before
+        # them (tique/checkpoint.py, "Older readers"): checked once it has ended.
+        waits = conn.backend.purge_waits_for_older_readers
+        if not waits:
+            _assert_nothing_at_or_below(native, stable)
         # The holder still reads its snapshot; once it ends, everything is moved.
         hcur.execute("SELECT count(*) FROM kv")
         assert hcur.fetchall() == held
         holder.commit()
+        if waits:
+            assert checkpointer.run_once().stable >= stable
+            _assert_nothing_at_or_below(native, stable)
         for _ in range(2):
             checkpointer.run_once()
     finally:

@@ -60,10 +60,14 @@ def _open_writer(connect: Connect) -> tique.Connection:
 
 
 @contextlib.contextmanager
-def paused_checkpoint(conn: tique.Connection, after: str) -> Iterator[None]:
-    """One checkpoint run, held just after step `after` of table district for the body."""
+def paused_checkpoint(conn: tique.Connection, after: str, writer: tique.Connection | None = None) -> Iterator[None]:
+    """One checkpoint run, held just after step `after` of table district for the body.
+    The purge (step 3) of what steps 1 and 2 moved waits for every transaction begun
+    before them (tique/checkpoint.py, "Older readers"): to reach it, `writer` is rolled
+    back once they are done."""
     checkpointer = Checkpointer(conn.backend)
-    checkpointer.pause = pause = PausePoint("district", after, timeout=WAIT)
+    first = "insert_storage" if writer is not None and after == "purge_cache" else after
+    checkpointer.pause = pause = PausePoint("district", first, timeout=WAIT)
     failures: list[BaseException] = []
 
     def checkpoint_once() -> None:
@@ -75,6 +79,13 @@ def paused_checkpoint(conn: tique.Connection, after: str) -> Iterator[None]:
     thread = threading.Thread(target=checkpoint_once, name="paused-checkpoint")
     thread.start()
     try:
+        if first != after:
+            assert pause.reached.wait(WAIT) or failures, f"the checkpoint never reached the end of {first}"
+            assert writer is not None and not failures, failures
+            writer.rollback()
+            checkpointer.pause = held = PausePoint("district", after, timeout=WAIT)
+            pause.resume.set()
+            pause = held
         reached = pause.reached.wait(WAIT)
         assert reached or failures, f"the checkpoint never reached the end of {after}"
         assert not failures, failures
@@ -92,7 +103,7 @@ def test_point_read_sees_one_version_between_checkpoint_steps(connect: Connect, 
     conn = _districts(connect)
     run(conn, "UPDATE district SET next_o = next_o + 1 WHERE w = ? AND d = ?", (2, 3))
     writer = _open_writer(connect)
-    with paused_checkpoint(conn, after):
+    with paused_checkpoint(conn, after, writer):
         assert run(conn, READ, (2, 3)) == [(2,)]
         assert run(conn, READ, (2, 4)) == [(1,)]  # a key the run left alone
     writer.rollback()
@@ -105,7 +116,7 @@ def test_update_after_checkpoint_writes_one_version(connect: Connect, native: Ca
     conn = _districts(connect)
     run(conn, "UPDATE district SET next_o = next_o + 1 WHERE w = ? AND d = ?", (2, 3))
     writer = _open_writer(connect)
-    with paused_checkpoint(conn, "purge_cache"):
+    with paused_checkpoint(conn, "purge_cache", writer):
         pass
     writer.rollback()
     run(conn, "UPDATE district SET next_o = next_o + 1 WHERE w = ? AND d = ?", (2, 3))
@@ -131,7 +142,7 @@ def test_reinserting_a_deleted_key_is_no_duplicate(connect: Connect) -> None:
     conn = _districts(connect)
     run(conn, "UPDATE district SET next_o = next_o + 1 WHERE w = ? AND d = ?", (2, 3))
     writer = _open_writer(connect)
-    with paused_checkpoint(conn, "purge_cache"):
+    with paused_checkpoint(conn, "purge_cache", writer):
         pass
     writer.rollback()
     run(conn, "DELETE FROM district WHERE w = ? AND d = ?", (2, 3))

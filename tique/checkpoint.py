@@ -25,6 +25,28 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   a writer's versions commit before its outcome, and its outcome before the stable
   timestamp passes it. A log is purged only after the caches (a skipped cache had no
   row of the transactions whose log rows go).
+- Older readers (backends with purge_waits_for_older_readers: MonetDB). An engine
+  transaction that is open when a DELETE of cache rows commits may afterwards miss some
+  of those rows: seen on MonetDB 11.45 while others append to the table (each New-Order
+  appends to new_order's cache), where what an open transaction read of a cache shrank
+  from one statement to the next by rows the checkpointer had purged meanwhile (as if
+  their slots went to the appended rows), while it still saw the storage rows it began
+  with. A reader whose engine transaction began before a round's steps 1 and 2 needs the
+  cache versions they moved: its storage is the one before them. Losing them let a
+  Delivery read, in storage, the new_order row another Delivery had deleted (its
+  tombstone gone from the cache, the storage row still there in the reader's snapshot),
+  and deliver that order twice. So there, step 3 (and the metadata purge after it) of
+  the rows a round moved runs only once no tique transaction begun before the move
+  ended is still running (every engine transaction of tique's is opened inside a
+  tique transaction, after its begin, and ends before it): right after the move when
+  none is, else at the start of a later round, which moves nothing new before (a new
+  move would delete those keys' storage rows again while their cache versions wait).
+  Invariant: cache rows are purged only when every engine transaction open then began
+  after the storage rows that replace them committed, so every reader sees each key in
+  the cache or in storage whatever the engine does with the purged rows. Storage rows
+  that step 1 deletes need no such wait: a reader that began before it still sees the
+  stable cache version that replaces them (its start timestamp is at or above the
+  stable timestamp), and that version stays until the purge.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds is followed by a wait of d * (1 - share) / share, at
   least the configured interval and at most MAX_PACED_WAIT_S. Rounds cost about the same
@@ -96,6 +118,16 @@ class PausePoint(Pause):
 
 
 @dataclass
+class _WaitingPurge:
+    """Step 3 and the metadata purge of a round whose move is done, waiting for the
+    transactions begun before `fence` to end (see the invariant, "Older readers")."""
+    tables: list[tuple[str, str]]
+    metadata: list[Compiled]
+    context: dict[str, int]
+    fence: int
+
+
+@dataclass
 class CheckpointReport:
     stable: int
     tables: int
@@ -119,6 +151,7 @@ class Checkpointer:
         self._noted: list[str] = []  # the tables the last full round looked at
         self._probes: dict[tuple[str, ...], Compiled] = {}
         self._metadata_tables = [_target(t) for t in template("common/checkpoint_purge_metadata.sql")]
+        self._waiting: _WaitingPurge | None = None  # a purge waiting for older readers
 
     def close(self) -> None:
         try:
@@ -209,7 +242,15 @@ class Checkpointer:
 
     def _run(self, started: float) -> CheckpointReport:
         backend, raw = self.backend, self.raw
-        stable = backend.oracle.stable_timestamp(raw)
+        stable = backend.oracle.stable_timestamp(raw)  # also retires dead sessions' transactions
+        purged_first = 0
+        waiting = self._waiting
+        if waiting is not None:
+            if backend.began_before(raw, waiting.fence):
+                # Readers older than the last move still run: nothing is purged or moved.
+                return CheckpointReport(stable, 0, 0, 0, time.perf_counter() - started)
+            self._waiting = None  # a failed purge is not retried as such: the next round moves those rows again
+            purged_first = self._purge(waiting)
         (row,) = backend.rows(raw, "SELECT coalesce(max(txid), 0) FROM tq_rolled_back", [])
         context = {"tq_stable": stable, "tq_horizon": int(row[0])}
         # A cache known to hold nothing has nothing to move or purge (tique/cache_state.py:
@@ -219,7 +260,7 @@ class Checkpointer:
             # Nothing became stable or dead since the last full round (see the invariant).
             # The caches' writers may have ended meanwhile: what that tells is noted.
             self._note_caches([name for name in self._noted if name not in clean])
-            return CheckpointReport(stable, 0, 0, 0, time.perf_counter() - started)
+            return CheckpointReport(stable, 0, 0, purged_first, time.perf_counter() - started)
         catalog = backend.rows(raw, "SELECT name, ddl FROM tq_tables", [])
         names = [name for name, _ in catalog if name not in clean]
         pending = self._pending(names, context)
@@ -235,7 +276,7 @@ class Checkpointer:
         self._settled, self._noted = (stable, context["tq_horizon"]), names
         # Counted afterwards, in a snapshot that sees this round's purge committed.
         self._note_caches(names)
-        return CheckpointReport(stable, len(catalog), moved, purged, time.perf_counter() - started)
+        return CheckpointReport(stable, len(catalog), moved, purged_first + purged, time.perf_counter() - started)
 
     def _pending(self, names: list[str], context: dict[str, int]) -> set[tuple[str, str]]:
         """The tables among `names` whose caches hold a row this round would move or
@@ -280,18 +321,43 @@ class Checkpointer:
     def _move_and_purge(self, work: list[tuple[str, str]], metadata: list[Compiled],
                         context: dict[str, int]) -> tuple[int, int]:
         backend = self.backend
+        if backend.purge_waits_for_older_readers:
+            moved = self._move(work, context)
+            # Taken after the move committed: a transaction with a larger id began after it.
+            waiting = _WaitingPurge(work, metadata, context, backend.purge_fence(self.raw))
+            if backend.began_before(self.raw, waiting.fence):
+                self._waiting = waiting  # purged by a later round (see the invariant)
+                return moved, 0
+            return moved, self._purge(waiting)
         moved = purged = 0
         for name, ddl in work:
-            delete_storage, insert_storage, purge_cache = self._table_statements(name, ddl)
-            self._execute(delete_storage, context)
-            self._hold(name, "delete_storage")
-            moved += max(backend.affected(self._execute(insert_storage, context)), 0)
-            self._hold(name, "insert_storage")
-            purged += max(backend.affected(self._execute(purge_cache, context)), 0)
-            self._hold(name, "purge_cache")
+            moved += self._move([(name, ddl)], context)
+            purged += self._purge(_WaitingPurge([(name, ddl)], [], context, 0))
         for step in metadata:
             self._execute(step, context)
         return moved, purged
+
+    def _move(self, work: list[tuple[str, str]], context: dict[str, int]) -> int:
+        """Steps 1 and 2 of each table of `work`."""
+        moved = 0
+        for name, ddl in work:
+            delete_storage, insert_storage, _ = self._table_statements(name, ddl)
+            self._execute(delete_storage, context)
+            self._hold(name, "delete_storage")
+            moved += max(self.backend.affected(self._execute(insert_storage, context)), 0)
+            self._hold(name, "insert_storage")
+        return moved
+
+    def _purge(self, purge: _WaitingPurge) -> int:
+        """Step 3 of each table of `purge`, then its metadata purge."""
+        purged = 0
+        for name, ddl in purge.tables:
+            purge_cache = self._table_statements(name, ddl)[2]
+            purged += max(self.backend.affected(self._execute(purge_cache, purge.context)), 0)
+            self._hold(name, "purge_cache")
+        for step in purge.metadata:
+            self._execute(step, purge.context)
+        return purged
 
 
 def _target(statement: exp.Expression) -> str:

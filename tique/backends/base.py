@@ -147,6 +147,20 @@ class Backend(ABC):
     # The checkpointer runs a round as one engine transaction, where no step can meet an
     # engine conflict (only the checkpointer deletes; foreground writers only append).
     checkpoints_in_one_transaction = False
+    # An engine transaction open when the checkpointer purges cache rows may lose sight of
+    # them (MonetDB: see tique/checkpoint.py, "Older readers"), so the purge of the rows a
+    # round moved waits until every transaction begun before the move has ended
+    # (purge_fence, began_before).
+    purge_waits_for_older_readers = False
+
+    def purge_fence(self, raw: Any) -> int:
+        """A mark after which every tique transaction that begins is told apart from
+        those begun before (a transaction id handed out now)."""
+        raise NotImplementedError
+
+    def began_before(self, raw: Any, fence: int) -> bool:
+        """Whether a tique transaction begun before purge_fence returned `fence` is still running."""
+        raise NotImplementedError
 
     @abstractmethod
     def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:

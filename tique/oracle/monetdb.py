@@ -148,6 +148,17 @@ class MonetDBOracle:
             self._one(raw, EXPIRE, int(txid))
         return self._one(raw, STABLE)[0]
 
+    def fence(self, raw: Any) -> int:
+        """A transaction id handed out now: every transaction that begins later gets a
+        larger one (ids increase), every one begun earlier a smaller one."""
+        txid, _ = self.begin(raw)
+        self.end(raw, txid)
+        return txid
+
+    def began_before(self, raw: Any, fence: int) -> bool:
+        """Whether a transaction with an id below `fence` is still registered (running)."""
+        return any(int(txid) < fence for txid, _, _ in self._call(raw, ACTIVE))
+
     def recover(self, raw: Any, force: bool) -> bool:
         claimed_seeded = self._one(raw, CLAIM)[0] == 1
         if claimed_seeded and not force:
