@@ -28,6 +28,23 @@ def writes(sql: str) -> bool:
     return _WRITES.search(sql) is not None
 
 
+class Unbound:
+    """A transaction's id or start timestamp, bound before it is known: the oracle's begin
+    travels in the same request as the transaction's first statement (PostgreSQL), so the
+    engine fills the value in from what that begin left in the session
+    (PostgresBackend.bind_unbound). Not a number, so no client-side use of it can pass."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} of the begin in flight>"
+
+
+UNBOUND_TXID = Unbound("txid")
+UNBOUND_STS = Unbound("sts")
+
+
 @dataclass
 class Counters:
     """What a session has cost so far. `engine_ns` is the wall time spent waiting for the
@@ -58,6 +75,11 @@ class Session:
     # An engine transaction was opened but its BEGIN not sent yet: it goes out in the
     # same request as the transaction's first statement (engines that can pipeline).
     pending_begin: bool = False
+    # The oracle's begin of a tique transaction waits to travel in front of the session's
+    # next request (PostgresBackend.fold_begin); `begun` then holds what it returned
+    # (txid, start timestamp, catalog version), or stays None if it did not run.
+    oracle_begin_pending: bool = False
+    begun: tuple[int, int, int] | None = None
     # The most engine workers one analytical read may use (MonetDB's worker threads,
     # PostgreSQL's parallel workers per gather); "auto" is the backend's default, None the
     # engine's own. A bounded share of the engine keeps analytics from starving the
@@ -65,10 +87,11 @@ class Session:
     analytic_workers: int | str | None = "auto"
 
     @contextmanager
-    def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:
+    def round_trip(self, sql: str = "", *, commit: bool = False, other_commits: int = 0) -> Iterator[None]:
         """Accounts one request to the engine around the block that sends it. `commit`:
         the request ends an engine transaction; otherwise an autocommitted statement
-        that writes counts as a commit of its own."""
+        that writes counts as a commit of its own. `other_commits`: engine transactions
+        the request also carries, whole, before its statements (a folded begin)."""
         start = time.perf_counter_ns()
         try:
             yield
@@ -76,5 +99,6 @@ class Session:
             counters = self.counters
             counters.round_trips += 1
             counters.engine_ns += time.perf_counter_ns() - start
+            counters.engine_commits += other_commits
             if commit or (not self.in_transaction and sql and writes(sql)):
                 counters.engine_commits += 1

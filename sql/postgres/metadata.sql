@@ -69,6 +69,10 @@ BEGIN
     FROM (SELECT o.cts, o.cts - row_number() OVER (ORDER BY o.cts) AS gap FROM tq_outcome o WHERE o.cts > s) AS x
     WHERE x.gap = s;
   INSERT INTO tq_begun (txid, sts, pid) VALUES (o_txid, o_sts, pg_backend_pid());
+  -- For statements sent in the same request, before the client has read these
+  -- (tique.session.Unbound): the session's, kept when this commits.
+  PERFORM set_config('tique.txid', o_txid::text, false);
+  PERFORM set_config('tique.sts', o_sts::text, false);
 END $$;
 
 -- A transaction without a commit timestamp is over.
