@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
 # Statements that change the database: autocommitted, each is an engine commit. The
-# oracle's PostgreSQL functions write their log tables; MonetDB's oracle keeps its state
-# in server memory, so its calls are reads.
+# oracle's PostgreSQL functions write their log tables, except begin and end (tq_begin,
+# tq_leave), which take and drop an advisory lock; MonetDB's oracle keeps its state in
+# server memory, so its calls are reads.
 _WRITES = re.compile(
     r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|CREATE|DROP|ALTER|TRUNCATE|COPY|ANALYZE|VACUUM)\b"
-    r"|\btq_(?:begin|end|take_cts|publish|recover|resolve)\s*\(",
+    r"|\btq_(?:take_cts|publish|recover|resolve)\s*\(",
     re.IGNORECASE,
 )
 
@@ -80,6 +81,9 @@ class Session:
     # (txid, start timestamp, catalog version), or stays None if it did not run.
     oracle_begin_pending: bool = False
     begun: tuple[int, int, int] | None = None
+    # The oracle's registrations this session holds (txid -> start timestamp), each given
+    # up when its transaction ends or publishes (PostgresOracle).
+    registered: dict[int, int] = field(default_factory=dict)
     # The most engine workers one analytical read may use (MonetDB's worker threads,
     # PostgreSQL's parallel workers per gather); "auto" is the backend's default, None the
     # engine's own. A bounded share of the engine keeps analytics from starving the
@@ -87,11 +91,10 @@ class Session:
     analytic_workers: int | str | None = "auto"
 
     @contextmanager
-    def round_trip(self, sql: str = "", *, commit: bool = False, other_commits: int = 0) -> Iterator[None]:
+    def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:
         """Accounts one request to the engine around the block that sends it. `commit`:
         the request ends an engine transaction; otherwise an autocommitted statement
-        that writes counts as a commit of its own. `other_commits`: engine transactions
-        the request also carries, whole, before its statements (a folded begin)."""
+        that writes counts as a commit of its own."""
         start = time.perf_counter_ns()
         try:
             yield
@@ -99,6 +102,5 @@ class Session:
             counters = self.counters
             counters.round_trips += 1
             counters.engine_ns += time.perf_counter_ns() - start
-            counters.engine_commits += other_commits
             if commit or (not self.in_transaction and sql and writes(sql)):
                 counters.engine_commits += 1

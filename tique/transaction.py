@@ -34,6 +34,33 @@ write-set. Versions in the cache are invisible to every other transaction until 
 transaction's outcome row says it committed, so committing them (step 2) before the
 marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
 
+Begin (PostgreSQL): tq_begin takes the transaction id and start timestamp and registers
+the transaction for the checkpointer by a session-level advisory lock on its start
+timestamp (sql/postgres/metadata.sql, tq_registration), so begin writes nothing; it
+travels in the request of the transaction's first statement (Connection._first_statement),
+which binds the id and timestamp the begin left in the session (tique.session.Unbound).
+A transaction gives the registration up when it ends (tq_leave, a read) or when it
+publishes (in the same statement). The registration is taken under the latch tq_stable
+waits for, and is visible to it at once, not at a commit, so the stable timestamp never
+passes a running transaction's start: its snapshot's versions stay in the cache, and the
+write-sets it certifies against (above its start) stay logged.
+
+Engine commits and durability (PostgreSQL, where each could wait for a WAL flush): a
+reader makes none (begin and end take and drop a lock, its reads write nothing); a
+writer makes three: step 2 (its writes, its write-set and tq_committing's row),
+step 3 (the outcome row) and step 4 (publish moves the clock row). Only step 3 commits
+with the server's synchronous_commit; steps 2 and 4 commit with synchronous_commit =
+off. No acknowledged commit can be lost: commit() returns only after step 3 committed,
+so its commit record is flushed, and the WAL is flushed in order, so step 2 (whose
+commit precedes step 3's start) is on disk with it. A crash can lose only a suffix of
+the WAL: losing step 2 loses a transaction whose outcome row was never written, which
+the client was never told committed; losing step 4 (or a resolver's abort outcome,
+written by publish) leaves a commit timestamp undecided or unpublished, which recovery
+(tq_recover) aborts or publishes, as it would after any crash. Readers see a version
+only through a committed outcome row, which PostgreSQL makes visible only once it is
+flushed, so nobody reads a commit a crash can take back. A durable writer waits for
+one flush, a reader for none.
+
 READ COMMITTED (Transaction.level): each statement reads the newest snapshot, taken
 from the oracle when the statement starts (the begin's own for the first statement),
 never older than the one before it; the transaction's own writes rank above every

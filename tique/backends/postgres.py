@@ -25,8 +25,8 @@ DDL_LOCK_TIMEOUT_MS = 5000
 _STATEMENT_SNAPSHOT = exp.Subquery(this=sqlglot.parse_one(STATEMENT_SNAPSHOT, read="postgres"))
 
 # A folded begin (PostgresBackend.fold_begin): tq_begin() in an engine transaction of its
-# own, so that its registration commits before any statement after it runs, whatever
-# those do (a writer's engine transaction commits only at its commit).
+# own, which writes nothing (its registration is an advisory lock), so that the latch
+# it holds against tq_stable is released before the statements after it run.
 FOLDED_BEGIN = "SELECT o_txid, o_sts, (tq_catalog_version()) FROM tq_begin()"
 # What tq_begin() leaves in the session for the statements sent with it (see Unbound).
 _SESSION_VALUES = {"txid": "CAST(current_setting('tique.txid') AS BIGINT)", "sts": "CAST(current_setting('tique.sts') AS BIGINT)"}
@@ -140,7 +140,7 @@ class PostgresBackend(Backend):
         conn = raw.conn
         cursors = []
         begin = None
-        with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit, other_commits=int(raw.oracle_begin_pending)):
+        with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit, ):
             try:
                 with conn.pipeline():
                     if raw.oracle_begin_pending:
@@ -167,6 +167,8 @@ class PostgresBackend(Backend):
             finally:
                 if begin is not None:
                     raw.begun = _begun(begin)
+                    if raw.begun is not None:
+                        raw.registered[raw.begun[0]] = raw.begun[1]
         return cursors
 
     folds_begin = True
