@@ -91,10 +91,11 @@ class Session:
     analytic_workers: int | str | None = "auto"
 
     @contextmanager
-    def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:
+    def round_trip(self, sql: str = "", *, commit: bool = False, other_commits: int = 0) -> Iterator[None]:
         """Accounts one request to the engine around the block that sends it. `commit`:
         the request ends an engine transaction; otherwise an autocommitted statement
-        that writes counts as a commit of its own."""
+        that writes counts as a commit of its own. `other_commits`: further engine
+        transactions the request carries whole (PostgresBackend.commit_then)."""
         start = time.perf_counter_ns()
         try:
             yield
@@ -102,5 +103,6 @@ class Session:
             counters = self.counters
             counters.round_trips += 1
             counters.engine_ns += time.perf_counter_ns() - start
+            counters.engine_commits += other_commits
             if commit or (not self.in_transaction and sql and writes(sql)):
                 counters.engine_commits += 1

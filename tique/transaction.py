@@ -19,6 +19,9 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
+On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
+(PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
+committed, then publish, which the server starts only once that COMMIT returned).
 On MonetDB the steps travel in four requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert,
 COMMIT and the certification read in the second (the server runs a request's statements
@@ -51,8 +54,9 @@ writer makes three: step 2 (its writes, its write-set and tq_committing's row),
 step 3 (the outcome row) and step 4 (publish moves the clock row). Only step 3 commits
 with the server's synchronous_commit; steps 2 and 4 commit with synchronous_commit =
 off. No acknowledged commit can be lost: commit() returns only after step 3 committed,
-so its commit record is flushed, and the WAL is flushed in order, so step 2 (whose
-commit precedes step 3's start) is on disk with it. A crash can lose only a suffix of
+so its commit record is flushed (publish, in the same request, starts only after that
+COMMIT returned), and the WAL is flushed in order, so step 2 (whose commit precedes
+step 3's start) is on disk with it. A crash can lose only a suffix of
 the WAL: losing step 2 loses a transaction whose outcome row was never written, which
 the client was never told committed; losing step 4 (or a resolver's abort outcome,
 written by publish) leaves a commit timestamp undecided or unpublished, which recovery
@@ -457,6 +461,15 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             elif "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
+            elif backend.supports_returning and (publishing := oracle.publish_statement(raw, txn.txid, cts, timeout)) is not None:
+                # One request: the marker in an engine transaction of its own, committed
+                # (durably: see the invariant), then publish, which starts only after that
+                # commit returned (the server runs a request's statements in order).
+                cur, publish_error = backend.commit_then(raw, (sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publishing)
+                oracle.published(raw, txn.txid)
+                committed = bool(cur.fetchone()[0])
+                return _published(backend, raw, txn, tables, sql, ctx, cts, committed, False, timeout, publish=False,
+                                  publish_error=publish_error)
             elif backend.supports_returning:
                 cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
                 committed = bool(cur.fetchone()[0])
@@ -479,10 +492,13 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
 
 
 def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, ctx: dict[str, int],
-               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True, read_conflict: bool = False) -> int:
+               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True, read_conflict: bool = False,
+               publish_error: BaseException | None = None) -> int:
     """Step 4, once the outcome of cts is decided: publish (unless the caller's request
-    already did), then report the outcome."""
+    already did: `publish_error` is how that failed, if it did), then report the outcome."""
     try:
+        if publish_error is not None:
+            raise publish_error
         if publish:
             backend.oracle.publish(raw, txn.txid, cts, timeout)
     except BaseException as error:

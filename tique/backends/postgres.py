@@ -171,6 +171,35 @@ class PostgresBackend(Backend):
                         raw.registered[raw.begun[0]] = raw.begun[1]
         return cursors
 
+    def commit_then(self, raw: Session, first: tuple[str, Sequence[Any]], then: tuple[str, Sequence[Any]]) -> tuple[Any, BaseException | None]:
+        """One request: `first` in an engine transaction of its own, committed, then `then`
+        autocommitted; the server starts `then` only once the COMMIT returned. Returns
+        `first`'s cursor and how `then` failed, if it did. If `first` or its COMMIT
+        failed, `then` did not run: the engine transaction is rolled back and that error
+        raised."""
+        conn = raw.conn
+        commit = None
+        with raw.round_trip(first[0], other_commits=1):
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    cur = conn.cursor()
+                    cur.execute(first[0], list(first[1]))
+                    commit = conn.execute("COMMIT")
+                    after = conn.cursor()
+                    after.execute(then[0], list(then[1]))
+            except psycopg.Error as error:
+                _forget_prepared(conn)
+                if commit is not None and commit.statusmessage == "COMMIT":
+                    return cur, error
+                failure = error
+            else:
+                return cur, None
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with raw.round_trip():
+                conn.execute("ROLLBACK")
+        raise failure
+
     folds_begin = True
 
     def fold_begin(self, raw: Session) -> None:

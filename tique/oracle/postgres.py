@@ -71,6 +71,17 @@ class PostgresOracle:
         else:
             self._run(raw, "SELECT tq_publish($1, $2, $3) FROM tq_leave($4)", [txid, cts, max(1, int(timeout * 1000)), sts])
 
+    def publish_statement(self, raw: Any, txid: int, cts: int, timeout: float) -> tuple[str, list]:
+        """publish() as a statement; the registration is given up in it as in publish(),
+        and forgotten by published() once the request ran it."""
+        sts = raw.registered.get(txid)
+        if sts is None:
+            return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
+        return "SELECT tq_publish($1, $2, $3) FROM tq_leave($4)", [txid, cts, max(1, int(timeout * 1000)), sts]
+
+    def published(self, raw: Any, txid: int) -> None:
+        raw.registered.pop(txid, None)
+
     def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
         self._run(raw, *self.await_statement(cts, timeout))
 
