@@ -113,13 +113,13 @@ class Tracer:
         if threading.get_ident() == self._thread:
             self._charge()
 
-    def round_trip_ended(self, engine_ns: int, committed: bool) -> None:
+    def round_trip_ended(self, engine_ns: int, committed: int) -> None:
         if threading.get_ident() != self._thread:
             return
         at = time.thread_time_ns()
         cost = self._cost()
         cost.round_trips += 1
-        cost.engine_commits += int(committed)
+        cost.engine_commits += committed
         cost.engine_ns += engine_ns
         cost.round_trip_cpu_ns += at - self._mark
         self._mark = at

@@ -52,6 +52,19 @@ def main(url: str, point: str, key: int, value: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
+    original_then = getattr(backend, "commit_then", None)
+
+    def commit_then(raw, first, then):  # type: ignore[no-untyped-def]  # the marker committed, then publish, in one request (PostgreSQL)
+        marker = COMMIT_MARKER.match(first[0]) is not None
+        if marker and point == "before-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original_then(raw, first, then)
+        if marker and point == "after-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    if original_then is not None:
+        backend.commit_then = commit_then  # type: ignore[method-assign]
     backend.execute = execute  # type: ignore[method-assign]
     backend.execute_all = execute_all  # type: ignore[method-assign]
     backend.request = request  # type: ignore[method-assign]

@@ -1,6 +1,7 @@
 """What a transaction costs its engine, as tique counts it in one place (tique/session.py):
-one engine commit carries all of a transaction's writes, and the protocol adds at most
-three more (begin, marker, publish)."""
+one engine commit carries all of a transaction's writes, and the protocol adds the
+marker's and (PostgreSQL) publish's; begin and end commit nothing, and a reader nothing
+at all."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -40,8 +41,12 @@ def test_one_engine_commit_carries_all_writes(connect: Connect, engine: str) -> 
     done = conn.counters
     commit = done - before_commit
     total = done - start
-    assert 1 <= commit.engine_commits <= 3  # writes + write-set, marker, publish
-    assert total.engine_commits <= 4  # and begin, where the oracle writes a table to begin
+    # Writes + write-set, and the outcome row; PostgreSQL's publish writes its clock row.
+    # Begin commits nothing anywhere (PostgreSQL registers a transaction by an advisory lock).
+    assert commit.engine_commits == (3 if engine == "postgres" else 2), commit
+    assert total.engine_commits == commit.engine_commits
+    if engine == "postgres":  # writes + write-set + COMMIT; marker + COMMIT + publish
+        assert commit.round_trips == 2, commit
     assert commit.round_trips >= 1 and total.engine_ns > 0
     other = connect()
     assert rows(other, "SELECT id, balance FROM acct ORDER BY id") == [(1, 90), (2, 110)]
@@ -54,8 +59,33 @@ def test_a_read_only_transaction_commits_no_writes(connect: Connect, engine: str
     assert rows(conn, "SELECT count(*) FROM acct") == [(3,)]
     conn.commit()
     cost = conn.counters - start
-    # PostgreSQL's oracle logs begin and end in tables; in-memory oracles write nothing.
-    assert cost.engine_commits <= (2 if engine == "postgres" else 0)
+    # No oracle writes to begin or end: PostgreSQL's takes and drops an advisory lock
+    # (tq_begin, tq_leave), the others keep their state in memory.
+    assert cost.engine_commits == 0, cost
+    if engine == "postgres":  # the begin travels with the read; the end is one round trip, as native's COMMIT
+        assert cost.round_trips == 2, cost
+
+
+def test_begin_travels_with_the_first_statement(connect: Connect, engine: str) -> None:
+    """PostgreSQL: a transaction whose first statement writes sends its begin in that
+    statement's request too, and a write then reads its own transaction's id (the value
+    the begin left in the session) and a read its start timestamp: what it wrote, it
+    reads, and others see it only after commit."""
+    conn = connect()
+    setup(conn)
+    other = connect()
+    start = conn.counters
+    run(conn, "UPDATE acct SET balance = balance + 5 WHERE id = 1")
+    first = conn.counters - start
+    assert first.engine_commits == 0, first
+    if engine == "postgres":  # begin, the engine transaction's BEGIN and the write: one request
+        assert first.round_trips == 1, first
+    assert rows(conn, "SELECT balance FROM acct WHERE id = 1") == [(105,)]
+    assert rows(other, "SELECT balance FROM acct WHERE id = 1") == [(100,)]
+    other.commit()
+    conn.commit()
+    assert rows(other, "SELECT balance FROM acct WHERE id = 1") == [(105,)]
+    other.commit()
 
 
 def test_a_write_and_its_key_check_are_one_request(connect: Connect, engine: str) -> None:

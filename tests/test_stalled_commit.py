@@ -249,12 +249,25 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
         publish(raw, txid, cts, timeout)
         raise ConnectionError("lost the connection while waiting for the snapshot")
 
+    publish_statement = oracle.publish_statement
+
+    def publish_statement_then_fail(raw: Any, txid: int, cts: int, timeout: float) -> tuple[str, list] | None:
+        """Where publish travels in the marker's request (PostgreSQL): it runs, then its
+        statement fails (an aggregate, so that nothing fails before the publish ran)."""
+        found = publish_statement(raw, txid, cts, timeout)
+        if found is None:
+            return None
+        sql, params = found
+        return f"SELECT 1 / (count(*) - count(*)) FROM ({sql}) AS published", params
+
     writer = connect()
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
+    monkeypatch.setattr(oracle, "publish_statement", publish_statement_then_fail)
     with pytest.raises(tique.OperationalError) as caught:
         writer.commit()
     monkeypatch.setattr(oracle, "publish", publish)
+    monkeypatch.setattr(oracle, "publish_statement", publish_statement)
     assert "is committed" in str(caught.value)
     assert not writer.in_transaction
     assert committed(connect) == [(1, "committed")]

@@ -23,7 +23,7 @@ from tique.rewrite.params import Compiled
 from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
 from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
-from tique.session import Counters, step
+from tique.session import UNBOUND_STS, UNBOUND_TXID, Counters, Unbound, step
 from tique.read_sets import ReadSet, ReadShape, storable
 from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
                                release, reserve, run_write)
@@ -66,7 +66,8 @@ def _release(backend: Backend, raw: Any, holder: list) -> None:
         if txn is not None:
             if txn.engine_open:
                 backend.rollback_engine(raw)
-            backend.oracle.end(raw, txn.txid)
+            if not isinstance(txn.txid, Unbound):
+                backend.oracle.end(raw, txn.txid)
     except Exception:
         pass
     finally:
@@ -321,6 +322,9 @@ class Connection:
         self._schema_change_over(txn, committed=True)
 
     def _commit_transaction(self, txn: Transaction) -> None:
+        if isinstance(txn.txid, Unbound):  # its begin never left: it did nothing
+            self._abandon(txn)
+            return
         if txn.buffered:
             self._flush_buffered(txn)
         if txn.written and txn.schema_changed and "no-certify" not in self.faults:
@@ -395,6 +399,12 @@ class Connection:
     def _abandon(self, txn: Transaction) -> None:
         """Rolls back: the engine transaction holding the writes, then the oracle's record."""
         self._txn = None
+        if isinstance(txn.txid, Unbound):  # its begin never left: nothing to end
+            self._backend.unfold_begin(self._raw)
+            if txn.engine_open:
+                txn.engine_open = False
+                self._backend.rollback_engine(self._raw)
+            return
         try:
             try:
                 if txn.engine_open:
@@ -499,12 +509,18 @@ class Connection:
                 return True
         return False
 
-    def _begin(self) -> Transaction:
+    def _begin(self, fold: bool = False) -> Transaction:
         """Opens the tique transaction if none is; its begin also reads the catalog
         version (same round trip), and a moved version reloads the catalog, so the
-        transaction plans against the schema as of its start (self._reloaded says so)."""
+        transaction plans against the schema as of its start (self._reloaded says so).
+        With `fold`, the begin travels in the request of the transaction's first statement
+        instead (see _first_statement)."""
         txn = self._txn
         self._reloaded = False
+        if txn is None and fold:
+            self._backend.fold_begin(self._raw)
+            txn = self._txn = Transaction(UNBOUND_TXID, UNBOUND_STS, level=self._isolation, read_only=self._read_only)  # type: ignore[arg-type]
+            return txn
         if txn is None:
             try:
                 with step(self._raw, "begin"):
@@ -659,7 +675,9 @@ class Connection:
         implicit = self._autocommit and self._txn is None
         begun_now = self._txn is None
         self._fold_snapshot = False
-        txn = self._begin()
+        fold = (begun_now and self._backend.folds_begin and not self.faults
+                and not (self.buffered_writes and not self._autocommit and not isinstance(plan, ReadPlan)))
+        txn = self._begin(fold)
         if self._reloaded:  # planned against a catalog the transaction's begin found outdated
             plan = self._planned(sql, batch)
             if isinstance(plan, NativePlan):  # its tables are no tique tables any more
@@ -678,7 +696,65 @@ class Connection:
             else:
                 txn.statements.append((sql, params))
         txn.used = True
+        if fold:
+            return self._statement_transaction(txn, implicit, lambda: self._first_statement(plan, params, txn, sql, batch))
         return self._statement_transaction(txn, implicit, lambda: self._read_or_write(plan, params, txn, sql))
+
+    def _first_statement(self, plan: Plan, params: tuple, txn: Transaction, sql: str, batch: int) -> tuple[Any, tuple | None, int]:
+        """A transaction's first statement, its begin folded into its (first) request: the
+        statement binds the transaction's id and start timestamp as Unbound values, which
+        the engine takes from the begin that ran just before it. Once the request is back,
+        the transaction takes the begin's values. If the begin did not run, there is no
+        transaction. If it found the catalog moved, the statement was planned against an
+        outdated schema: whatever it did is undone (its writes' engine transaction rolled
+        back; a read has no effect) and it runs again, planned afresh, in the same
+        transaction (as _begin's reload does before a statement)."""
+        try:
+            outcome = self._read_or_write(plan, params, txn, sql)
+            failure: BaseException | None = None
+        except BaseException as error:
+            failure = error
+        begun = self._backend.folded_begun(self._raw)
+        if begun is None:
+            self._backend.unfold_begin(self._raw)
+            if failure is not None:
+                self._txn = None
+                if txn.engine_open:
+                    txn.engine_open = False
+                    self._quietly(lambda: self._backend.rollback_engine(self._raw))
+                raise failure
+            try:  # the statement sent nothing, so it depends on no begin: begin as usual
+                begun = self._backend.begin(self._raw)
+            except BaseException as error:
+                self._txn = None
+                if isinstance(error, Exception) and not isinstance(error, errors.Error):
+                    raise self._backend.translate(error, "BEGIN") from error
+                raise
+        txid, sts, version = begun
+        txn.txid, txn.sts = txid, sts
+        if txn.write_sts is UNBOUND_STS:  # type: ignore[comparison-overlap]
+            txn.write_sts = sts
+        if version == self._catalog_version:
+            if failure is not None:
+                raise failure
+            return outcome
+        if txn.engine_open:
+            txn.engine_open = False
+            self._backend.rollback_engine(self._raw)
+        txn.written.clear()
+        txn.next_seq, txn.write_sts, txn.read_set, txn.shared_set = 1, None, None, None
+        self._reload_catalog(version)
+        plan = self._planned(sql, batch)
+        if isinstance(plan, NativePlan):  # its tables are no tique tables any more
+            return self._run(sql, plan.statement.sql, plan.statement.values(params, {}))
+        return self._read_or_write(plan, params, txn, sql)
+
+    @staticmethod
+    def _quietly(action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception:
+            pass
 
     def _statement_snapshot(self, txn: Transaction, plan: Plan, begun_now: bool) -> None:
         """READ COMMITTED: the statement reads the newest snapshot. A transaction begun by

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Protocol
 
 # Statements that change the database: autocommitted, each is an engine commit. The
-# oracle's PostgreSQL functions write their log tables; MonetDB's oracle keeps its state
-# in server memory, so its calls are reads.
+# oracle's PostgreSQL functions write their log tables, except begin and end (tq_begin,
+# tq_leave), which take and drop an advisory lock; MonetDB's oracle keeps its state in
+# server memory, so its calls are reads.
 _WRITES = re.compile(
     r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|CREATE|DROP|ALTER|TRUNCATE|COPY|ANALYZE|VACUUM)\b"
-    r"|\btq_(?:begin|end|take_cts|publish|recover|resolve)\s*\(",
+    r"|\btq_(?:take_cts|publish|recover|resolve)\s*\(",
     re.IGNORECASE,
 )
 
@@ -38,13 +39,31 @@ class Trace(Protocol):
 
     def round_trip_began(self) -> None: ...
 
-    def round_trip_ended(self, engine_ns: int, committed: bool) -> None: ...
+    def round_trip_ended(self, engine_ns: int, committed: int) -> None:
+        """`committed`: how many engine transactions the round trip committed."""
 
     def carried(self, held: int) -> None:
         """The round trip about to be sent carries `held` inserts held from earlier statements."""
 
 
 _UNTRACED: AbstractContextManager[None] = nullcontext()
+
+
+class Unbound:
+    """A transaction's id or start timestamp, bound before it is known: the oracle's begin
+    travels in the same request as the transaction's first statement (PostgreSQL), so the
+    engine fills the value in from what that begin left in the session
+    (PostgresBackend.bind_unbound). Not a number, so no client-side use of it can pass."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} of the begin in flight>"
+
+
+UNBOUND_TXID = Unbound("txid")
+UNBOUND_STS = Unbound("sts")
 
 
 @dataclass
@@ -82,6 +101,14 @@ class Session:
     # An engine transaction was opened but its BEGIN not sent yet: it goes out in the
     # same request as the transaction's first statement (engines that can pipeline).
     pending_begin: bool = False
+    # The oracle's begin of a tique transaction waits to travel in front of the session's
+    # next request (PostgresBackend.fold_begin); `begun` then holds what it returned
+    # (txid, start timestamp, catalog version), or stays None if it did not run.
+    oracle_begin_pending: bool = False
+    begun: tuple[int, int, int] | None = None
+    # The oracle's registrations this session holds (txid -> start timestamp), each given
+    # up when its transaction ends or publishes (PostgresOracle).
+    registered: dict[int, int] = field(default_factory=dict)
     # The most engine workers one analytical read may use (MonetDB's worker threads,
     # PostgreSQL's parallel workers per gather); "auto" is the backend's default, None the
     # engine's own. A bounded share of the engine keeps analytics from starving the
@@ -89,10 +116,11 @@ class Session:
     analytic_workers: int | str | None = "auto"
 
     @contextmanager
-    def round_trip(self, sql: str = "", *, commit: bool = False) -> Iterator[None]:
+    def round_trip(self, sql: str = "", *, commit: bool = False, other_commits: int = 0) -> Iterator[None]:
         """Accounts one request to the engine around the block that sends it. `commit`:
         the request ends an engine transaction; otherwise an autocommitted statement
-        that writes counts as a commit of its own."""
+        that writes counts as a commit of its own. `other_commits`: further engine
+        transactions the request carries whole (PostgresBackend.commit_then)."""
         counters = self.counters
         trace = counters.trace
         if trace is not None:
@@ -104,9 +132,8 @@ class Session:
             elapsed = time.perf_counter_ns() - start
             counters.round_trips += 1
             counters.engine_ns += elapsed
-            committed = commit or bool(not self.in_transaction and sql and writes(sql))
-            if committed:
-                counters.engine_commits += 1
+            committed = int(commit or bool(not self.in_transaction and sql and writes(sql))) + other_commits
+            counters.engine_commits += committed
             if trace is not None:
                 trace.round_trip_ended(elapsed, committed)
 

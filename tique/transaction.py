@@ -19,6 +19,9 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
+On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
+(PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
+committed, then publish, which the server starts only once that COMMIT returned).
 On MonetDB the steps travel in four requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert,
 COMMIT and the certification read in the second (the server runs a request's statements
@@ -33,6 +36,34 @@ overlapping writers of a key the one that certifies second always sees the other
 write-set. Versions in the cache are invisible to every other transaction until their
 transaction's outcome row says it committed, so committing them (step 2) before the
 marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
+
+Begin (PostgreSQL): tq_begin takes the transaction id and start timestamp and registers
+the transaction for the checkpointer by a session-level advisory lock on its start
+timestamp (sql/postgres/metadata.sql, tq_registration), so begin writes nothing; it
+travels in the request of the transaction's first statement (Connection._first_statement),
+which binds the id and timestamp the begin left in the session (tique.session.Unbound).
+A transaction gives the registration up when it ends (tq_leave, a read) or when it
+publishes (in the same statement). The registration is taken under the latch tq_stable
+waits for, and is visible to it at once, not at a commit, so the stable timestamp never
+passes a running transaction's start: its snapshot's versions stay in the cache, and the
+write-sets it certifies against (above its start) stay logged.
+
+Engine commits and durability (PostgreSQL, where each could wait for a WAL flush): a
+reader makes none (begin and end take and drop a lock, its reads write nothing); a
+writer makes three: step 2 (its writes, its write-set and tq_committing's row),
+step 3 (the outcome row) and step 4 (publish moves the clock row). Only step 3 commits
+with the server's synchronous_commit; steps 2 and 4 commit with synchronous_commit =
+off. No acknowledged commit can be lost: commit() returns only after step 3 committed,
+so its commit record is flushed (publish, in the same request, starts only after that
+COMMIT returned), and the WAL is flushed in order, so step 2 (whose commit precedes
+step 3's start) is on disk with it. A crash can lose only a suffix of
+the WAL: losing step 2 loses a transaction whose outcome row was never written, which
+the client was never told committed; losing step 4 (or a resolver's abort outcome,
+written by publish) leaves a commit timestamp undecided or unpublished, which recovery
+(tq_recover) aborts or publishes, as it would after any crash. Readers see a version
+only through a committed outcome row, which PostgreSQL makes visible only once it is
+flushed, so nobody reads a commit a crash can take back. A durable writer waits for
+one flush, a reader for none.
 
 READ COMMITTED (Transaction.level): each statement reads the newest snapshot, taken
 from the oracle when the statement starts (the begin's own for the first statement),
@@ -435,6 +466,15 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             elif "no-certify" in faults:  # debug fault: commit without certifying
                 committed = True
                 backend.execute(raw, sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))
+            elif backend.supports_returning and (publishing := oracle.publish_statement(raw, txn.txid, cts, timeout)) is not None:
+                # One request: the marker in an engine transaction of its own, committed
+                # (durably: see the invariant), then publish, which starts only after that
+                # commit returned (the server runs a request's statements in order).
+                cur, publish_error = backend.commit_then(raw, (sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publishing)
+                oracle.published(raw, txn.txid)
+                committed = bool(cur.fetchone()[0])
+                return _published(backend, raw, txn, tables, sql, ctx, cts, committed, False, timeout, publish=False,
+                                  publish_error=publish_error)
             elif backend.supports_returning:
                 with step(raw, "certify + outcome"):
                     cur = backend.execute(raw, sql.commit_marker.sql, sql.commit_marker.values((), ctx))
@@ -460,10 +500,13 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
 
 
 def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, ctx: dict[str, int],
-               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True, read_conflict: bool = False) -> int:
+               cts: int, committed: bool, lost: bool, timeout: float, publish: bool = True, read_conflict: bool = False,
+               publish_error: BaseException | None = None) -> int:
     """Step 4, once the outcome of cts is decided: publish (unless the caller's request
-    already did), then report the outcome."""
+    already did: `publish_error` is how that failed, if it did), then report the outcome."""
     try:
+        if publish_error is not None:
+            raise publish_error
         if publish:
             with step(raw, "publish"):
                 backend.oracle.publish(raw, txn.txid, cts, timeout)

@@ -34,15 +34,16 @@ CREATE INDEX IF NOT EXISTS tq_read_sets_cts ON tq_read_sets (cts);
 
 -- Durability: only a transaction's commit marker (the INSERT into tq_outcome that
 -- decides it) commits with the server's synchronous_commit setting. Every other commit
--- of the protocol (begin, end, the engine transaction carrying the writes and the
--- write-set, publish, the checkpointer's steps) commits asynchronously
--- (synchronous_commit = off for that transaction only). That is safe because the WAL is
+-- of the protocol (the engine transaction carrying the writes and the write-set,
+-- publish, the checkpointer's steps) commits asynchronously (synchronous_commit = off
+-- for that transaction only), and begin and end write nothing at all (a reader is
+-- registered by an advisory lock, see tq_begin). That is safe because the WAL is
 -- flushed in order: a marker flushed to disk flushes every commit written before it,
 -- so by the time commit() returns, the transaction's writes are as durable as its
 -- marker; and a crash that loses asynchronous commits loses a suffix of the WAL, which
 -- recovery treats like any crash (undecided commit timestamps are aborted, the
 -- checkpointer's steps are idempotent). A durable writer thus waits for one flush
--- instead of three.
+-- instead of three, and a reader for none.
 
 -- The oracle: transaction ids, start timestamps and commit timestamps, shared by
 -- every client process. tq_clock.snapshot is the newest commit timestamp such that
@@ -51,15 +52,24 @@ CREATE SEQUENCE IF NOT EXISTS tq_txid_seq;
 CREATE SEQUENCE IF NOT EXISTS tq_cts_seq;
 CREATE TABLE IF NOT EXISTS tq_clock (id INT PRIMARY KEY, snapshot BIGINT NOT NULL, server_started TIMESTAMPTZ);
 INSERT INTO tq_clock (id, snapshot, server_started) VALUES (1, 0, pg_postmaster_start_time()) ON CONFLICT (id) DO NOTHING;
-CREATE UNLOGGED TABLE IF NOT EXISTS tq_begun (txid BIGINT PRIMARY KEY, sts BIGINT NOT NULL, pid INT NOT NULL);
-CREATE UNLOGGED TABLE IF NOT EXISTS tq_ended (txid BIGINT PRIMARY KEY);
+
+-- A running transaction is registered by a session-level shared advisory lock on this
+-- key of its start timestamp (the bigint form: classid holds the tag 29714 and the high
+-- bits, objid the low 32 bits of a start timestamp below 2^48). Taking and releasing it
+-- writes nothing, so begin and end are no engine commits; other sessions see it at once
+-- (pg_locks), not at a commit; and the server drops it when the session dies, so a
+-- client that died never holds the stable timestamp back. Commit timestamps' locks
+-- (tq_take_cts) have classid 0, the latches objsubid 2.
+CREATE OR REPLACE FUNCTION tq_registration(p_sts BIGINT) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $$
+  SELECT (29714::bigint << 48) | p_sts;
+$$;
 
 -- Begin: a transaction id and the current snapshot, registered atomically with
--- respect to tq_stable (shared latch), so the checkpointer never misses a reader.
+-- respect to tq_stable (shared latch, held until this call's transaction ends, by
+-- which time the registration is taken), so the checkpointer never misses a reader.
 CREATE OR REPLACE FUNCTION tq_begin(OUT o_txid BIGINT, OUT o_sts BIGINT) LANGUAGE plpgsql AS $$
 DECLARE s BIGINT;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
   PERFORM pg_advisory_xact_lock_shared(7411, 0);
   o_txid := nextval('tq_txid_seq');
   SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
@@ -68,13 +78,17 @@ BEGIN
   SELECT coalesce(max(x.cts), s) INTO o_sts
     FROM (SELECT o.cts, o.cts - row_number() OVER (ORDER BY o.cts) AS gap FROM tq_outcome o WHERE o.cts > s) AS x
     WHERE x.gap = s;
-  INSERT INTO tq_begun (txid, sts, pid) VALUES (o_txid, o_sts, pg_backend_pid());
+  PERFORM pg_advisory_lock_shared(tq_registration(o_sts));
+  -- For statements sent in the same request, before the client has read these
+  -- (tique.session.Unbound): the session's, kept when this commits.
+  PERFORM set_config('tique.txid', o_txid::text, false);
+  PERFORM set_config('tique.sts', o_sts::text, false);
 END $$;
 
--- A transaction without a commit timestamp is over.
-CREATE OR REPLACE FUNCTION tq_end(p_txid BIGINT) RETURNS VOID LANGUAGE sql AS $$
-  SELECT set_config('synchronous_commit', 'off', true);  -- see Durability above
-  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
+-- A transaction whose snapshot is no longer read (it ended, or its outcome is in) gives
+-- up its registration (see tq_registration).
+CREATE OR REPLACE FUNCTION tq_leave(p_sts BIGINT) RETURNS BOOLEAN LANGUAGE sql AS $$
+  SELECT pg_advisory_unlock_shared(tq_registration(p_sts));
 $$;
 
 -- Commit timestamp: logged in tq_committing before it is returned. The session-level
@@ -141,7 +155,6 @@ CREATE OR REPLACE FUNCTION tq_publish(p_txid BIGINT, p_cts BIGINT, p_timeout_ms 
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
   PERFORM pg_advisory_unlock(p_cts);
-  INSERT INTO tq_ended (txid) VALUES (p_txid) ON CONFLICT DO NOTHING;
   RETURN tq_advance(p_cts, p_timeout_ms);
 END $$;
 
@@ -154,28 +167,21 @@ BEGIN
   RETURN tq_advance(p_cts - 1, p_timeout_ms);
 END $$;
 
--- The checkpointer's stable timestamp: at most every running transaction's start.
--- The exclusive latch waits out begins in flight, so none is missed. Clients that
--- died before committing are rolled back here.
+-- The checkpointer's stable timestamp: at most every running transaction's start (the
+-- registrations of this database, tq_registration). The exclusive latch waits out
+-- begins in flight, so none is missed. A client that died holds no registration, and
+-- its writes never committed without its commit timestamp (tq_take_cts commits with
+-- them), which its successors or recovery abort: nothing of it is left to roll back.
 CREATE OR REPLACE FUNCTION tq_stable(OUT o_stable BIGINT, OUT o_horizon BIGINT) LANGUAGE plpgsql AS $$
 DECLARE s BIGINT; m BIGINT;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
   PERFORM pg_advisory_xact_lock(7411, 0);
-  INSERT INTO tq_rolled_back (txid)
-    SELECT b.txid FROM tq_begun b
-    WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid)
-      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.pid);
-  INSERT INTO tq_ended (txid)
-    SELECT b.txid FROM tq_begun b
-    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.pid)
-  ON CONFLICT DO NOTHING;
   SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
-  SELECT min(b.sts) INTO m FROM tq_begun b WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid);
+  SELECT min(((l.classid::bigint & 65535) << 32) | l.objid::bigint) INTO m FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND (l.classid::bigint >> 16) = 29714
+      AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
   o_stable := least(s, coalesce(m, s));
   SELECT coalesce(max(r.txid), 0) INTO o_horizon FROM tq_rolled_back r;
-  DELETE FROM tq_begun b USING tq_ended e WHERE e.txid = b.txid;
-  DELETE FROM tq_ended e WHERE NOT EXISTS (SELECT 1 FROM tq_begun b WHERE b.txid = e.txid);
 END $$;
 
 -- Recovery: after a server restart (or when forced) every transaction that had begun
@@ -189,9 +195,6 @@ BEGIN
     RETURN FALSE;
   END IF;
   PERFORM pg_advisory_xact_lock(7411, 0);
-  INSERT INTO tq_rolled_back (txid)
-    SELECT b.txid FROM tq_begun b WHERE NOT EXISTS (SELECT 1 FROM tq_ended e WHERE e.txid = b.txid);
-  INSERT INTO tq_ended (txid) SELECT b.txid FROM tq_begun b ON CONFLICT DO NOTHING;
   SELECT c.snapshot INTO s FROM tq_clock c WHERE c.id = 1;
   SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO last_cts FROM tq_cts_seq;
   INSERT INTO tq_outcome (cts, txid, did_commit)

@@ -175,6 +175,20 @@ class Backend(ABC):
         cur = self.execute(raw, sql, params)
         return cur.fetchall() if cur.description else []
 
+    # Whether the oracle's begin can travel in the request of a transaction's first
+    # statement (fold_begin); if so, statements bind tique.session's Unbound values.
+    folds_begin = False
+
+    def fold_begin(self, raw: Any) -> None:
+        raise NotImplementedError
+
+    def unfold_begin(self, raw: Any) -> None:
+        raise NotImplementedError
+
+    def folded_begun(self, raw: Any) -> tuple[int, int, int] | None:
+        """(txid, start timestamp, catalog version) from the folded begin, if it ran."""
+        raise NotImplementedError
+
     # -- engine transactions ---------------------------------------------
     # A tique transaction that writes runs its writes and its write-set in one engine
     # transaction on its session (see tique/transaction.py); DDL and adopt use atomic().

@@ -18,11 +18,18 @@ from tique.catalog import TableDef
 from tique.oracle.postgres import STATEMENT_SNAPSHOT, PostgresOracle
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import data_type, template_text
-from tique.session import Session, writes
+from tique.session import Session, Unbound, writes
 
 
 DDL_LOCK_TIMEOUT_MS = 5000
 _STATEMENT_SNAPSHOT = exp.Subquery(this=sqlglot.parse_one(STATEMENT_SNAPSHOT, read="postgres"))
+
+# A folded begin (PostgresBackend.fold_begin): tq_begin() in an engine transaction of its
+# own, which writes nothing (its registration is an advisory lock), so that the latch
+# it holds against tq_stable is released before the statements after it run.
+FOLDED_BEGIN = "SELECT o_txid, o_sts, (tq_catalog_version()) FROM tq_begin()"
+# What tq_begin() leaves in the session for the statements sent with it (see Unbound).
+_SESSION_VALUES = {"txid": "CAST(current_setting('tique.txid') AS BIGINT)", "sts": "CAST(current_setting('tique.sts') AS BIGINT)"}
 
 # tique's statements are planned once per session, not per call. Under the default
 # (auto), PostgreSQL estimates a snapshot read's generic plan dearer than the custom ones
@@ -42,6 +49,15 @@ _TYPE_NAMES = {
     "bytea": "BYTEA", "bool": "BOOLEAN", "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP",
     "timestamptz": "TIMESTAMPTZ",
 }
+
+
+def _begun(cursor: Any) -> tuple[int, int, int] | None:
+    """What a folded begin returned, if it ran (the pipeline may have failed before it)."""
+    try:
+        row = cursor.fetchone()
+    except psycopg.Error:
+        return None
+    return (int(row[0]), int(row[1]), int(row[2])) if row is not None else None
 
 
 def _forget_prepared(conn: psycopg.Connection) -> None:
@@ -108,7 +124,7 @@ class PostgresBackend(Backend):
                                               ("RESET max_parallel_workers_per_gather", ())])[3]
             return self.execute_all(raw, [("SET enable_nestloop = off", ()), (CUSTOM_PLANS, ()), (sql, params), ("RESET enable_nestloop", ()),
                                           (GENERIC_PLANS, ())])[2]
-        if raw.pending_begin:
+        if raw.pending_begin or raw.oracle_begin_pending or any(isinstance(v, Unbound) for v in params):
             return self.execute_all(raw, [(sql, params)])[0]
         cur = raw.conn.cursor()
         with raw.round_trip(sql):
@@ -119,12 +135,20 @@ class PostgresBackend(Backend):
         """One request: psycopg's pipeline sends the statements (after a BEGIN still
         pending, and before a COMMIT when `commit`) and reads all results at one sync.
         A failing statement raises, and the pipeline skips the ones after it."""
+        statements = [self.bind_unbound(sql, params) for sql, params in statements]
         texts = [sql for sql, _ in statements]
         conn = raw.conn
         cursors = []
-        with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit):
+        begin = None
+        with raw.round_trip(next((t for t in texts if writes(t)), ""), commit=commit, ):
             try:
                 with conn.pipeline():
+                    if raw.oracle_begin_pending:
+                        raw.oracle_begin_pending = False
+                        conn.execute("BEGIN")
+                        begin = conn.cursor()
+                        begin.execute(FOLDED_BEGIN)
+                        conn.execute("COMMIT")
                     if raw.pending_begin:
                         raw.pending_begin = False
                         # Spelled out, whatever the server's default: statements of the
@@ -140,7 +164,81 @@ class PostgresBackend(Backend):
             except psycopg.Error:
                 _forget_prepared(conn)
                 raise
+            finally:
+                if begin is not None:
+                    raw.begun = _begun(begin)
+                    if raw.begun is not None:
+                        raw.registered[raw.begun[0]] = raw.begun[1]
         return cursors
+
+    def commit_then(self, raw: Session, first: tuple[str, Sequence[Any]], then: tuple[str, Sequence[Any]]) -> tuple[Any, BaseException | None]:
+        """One request: `first` in an engine transaction of its own, committed, then `then`
+        autocommitted; the server starts `then` only once the COMMIT returned. Returns
+        `first`'s cursor and how `then` failed, if it did. If `first` or its COMMIT
+        failed, `then` did not run: the engine transaction is rolled back and that error
+        raised."""
+        conn = raw.conn
+        commit = None
+        with raw.round_trip(first[0], other_commits=1):
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    cur = conn.cursor()
+                    cur.execute(first[0], list(first[1]))
+                    commit = conn.execute("COMMIT")
+                    after = conn.cursor()
+                    after.execute(then[0], list(then[1]))
+            except psycopg.Error as error:
+                _forget_prepared(conn)
+                if commit is not None and commit.statusmessage == "COMMIT":
+                    return cur, error
+                failure = error
+            else:
+                return cur, None
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with raw.round_trip():
+                conn.execute("ROLLBACK")
+        raise failure
+
+    folds_begin = True
+
+    def fold_begin(self, raw: Session) -> None:
+        """The oracle's begin travels in front of the session's next request, in an engine
+        transaction of its own (FOLDED_BEGIN), instead of a round trip of its own; that
+        request's statements bind the transaction's id and start timestamp as Unbound
+        values. `raw.begun` says afterwards whether, and how, it ran."""
+        raw.oracle_begin_pending = True
+        raw.begun = None
+
+    def unfold_begin(self, raw: Session) -> None:
+        """A folded begin that has not left yet is dropped: its transaction ended first."""
+        raw.oracle_begin_pending = False
+
+    def folded_begun(self, raw: Session) -> tuple[int, int, int] | None:
+        return raw.begun
+
+    def bind_unbound(self, sql: str, params: Sequence[Any]) -> tuple[str, list]:
+        """Each `$n` marker whose value is Unbound reads the value tq_begin() left in the
+        session instead (found by PostgreSQL's tokens, never inside a literal, identifier
+        or comment); the markers keep their numbers, the unused ones bound to 0. Made once
+        per statement and set of such markers."""
+        marks = tuple((i + 1, v.name) for i, v in enumerate(params) if isinstance(v, Unbound))
+        if not marks:
+            return sql, list(params)
+        key = ("unbound", sql, marks)
+        text = self.shared_plans.get(key)
+        if text is None:
+            numbers = {str(n): _SESSION_VALUES[name] for n, name in marks}
+            tokens = Postgres().tokenize(sql)
+            parts, end = [], 0
+            for marker, value in zip(tokens, tokens[1:]):
+                if (marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER
+                        and value.start == marker.end + 1 and value.text in numbers):
+                    parts += [sql[end:marker.start], numbers[value.text]]
+                    end = value.end + 1
+            text = "".join(parts) + sql[end:]
+            self.shared_plans.put(key, text)
+        return text, [0 if isinstance(v, Unbound) else v for v in params]
 
     def affected(self, cursor: Any) -> int:
         return int(cursor.rowcount)

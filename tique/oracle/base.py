@@ -46,6 +46,13 @@ class Oracle(Protocol):
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
         """After cts's outcome is written: wait for predecessors, advance the snapshot past cts."""
 
+    def publish_statement(self, raw: Any, txid: int, cts: int, timeout: float) -> tuple[str, list] | None:
+        """publish() as (sql, params), to send in one request after the commit marker
+        (then `published` once that request ran it); None where publish is no statement."""
+
+    def published(self, raw: Any, txid: int) -> None:
+        """The request that carried publish_statement ran it (or failed in it)."""
+
     def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
         """Waits until every commit timestamp below `cts` has an outcome (so its write-set,
         logged before its outcome, is visible), aborting owners that stall past their

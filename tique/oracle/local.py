@@ -99,6 +99,12 @@ class LocalOracle:
     def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
         self._wait_until(raw, cts - 1)
 
+    def publish_statement(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
+        return None  # publish waits in process or server memory, not as a statement
+
+    def published(self, raw: Any, txid: int) -> None:
+        pass
+
     def await_statement(self, cts: int, timeout: float) -> None:
         return None  # the wait runs in process or server memory, not as a statement
 

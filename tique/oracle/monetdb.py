@@ -125,6 +125,12 @@ class MonetDBOracle:
                     self._abort_writer(raw, stuck_cts, None)
                 self._one(raw, RESOLVE, stuck_cts)
 
+    def publish_statement(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
+        return None  # publish waits in process or server memory, not as a statement
+
+    def published(self, raw: Any, txid: int) -> None:
+        pass
+
     def await_statement(self, cts: int, timeout: float) -> None:
         return None  # the wait runs in process or server memory, not as a statement
 

@@ -17,15 +17,21 @@ class PostgresOracle:
 
     def begin(self, raw: Any) -> tuple[int, int]:
         (row,) = self._run(raw, "SELECT o_txid, o_sts FROM tq_begin()", [])
+        raw.registered[int(row[0])] = int(row[1])
         return int(row[0]), int(row[1])
 
     def begin_with(self, raw: Any, also: str) -> tuple[int, int, int]:
         """begin() and the value of the expression `also`, evaluated after tq_begin() in the same statement."""
         (row,) = self._run(raw, f"SELECT o_txid, o_sts, ({also}) FROM tq_begin()", [])
+        raw.registered[int(row[0])] = int(row[1])
         return int(row[0]), int(row[1]), int(row[2])
 
     def end(self, raw: Any, txid: int) -> None:
-        self._run(raw, "SELECT tq_end($1)", [txid])
+        """Gives up the registration tq_begin took (no write: a read-only transaction
+        commits nothing); nothing to do for a transaction this session never registered."""
+        sts = raw.registered.pop(txid, None)
+        if sts is not None:
+            self._run(raw, "SELECT tq_leave($1)", [sts])
 
     def statement_snapshot(self, raw: Any) -> int:
         """tq_publish returns only once the clock row holds its commit, so the clock is
@@ -49,14 +55,32 @@ class PostgresOracle:
         it got that far. tq_take_cts holds a session-level advisory lock on the
         timestamp until publish, and a session holds at most one, so the lock says."""
         rows = self._run(raw, "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
-                              "WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted", [])
+                              "WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted "
+                              "AND (classid::bigint >> 16) <> 29714", [])  # not a registration (tq_registration)
         return int(rows[0][0]) if rows else None
 
     def decide(self, raw: Any, cts: int) -> bool:
         return True  # the outcome table's key on cts arbitrates
 
     def publish(self, raw: Any, txid: int, cts: int, timeout: float) -> None:
-        self._run(raw, "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))])
+        """Its outcome is in, so the transaction reads nothing more: it gives up its
+        registration first (tq_leave, in FROM, runs before the call), in the same statement."""
+        sts = raw.registered.pop(txid, None)
+        if sts is None:
+            self._run(raw, "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))])
+        else:
+            self._run(raw, "SELECT tq_publish($1, $2, $3) FROM tq_leave($4)", [txid, cts, max(1, int(timeout * 1000)), sts])
+
+    def publish_statement(self, raw: Any, txid: int, cts: int, timeout: float) -> tuple[str, list]:
+        """publish() as a statement; the registration is given up in it as in publish(),
+        and forgotten by published() once the request ran it."""
+        sts = raw.registered.get(txid)
+        if sts is None:
+            return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
+        return "SELECT tq_publish($1, $2, $3) FROM tq_leave($4)", [txid, cts, max(1, int(timeout * 1000)), sts]
+
+    def published(self, raw: Any, txid: int) -> None:
+        raw.registered.pop(txid, None)
 
     def await_predecessors(self, raw: Any, cts: int, timeout: float) -> None:
         self._run(raw, *self.await_statement(cts, timeout))
