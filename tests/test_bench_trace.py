@@ -52,16 +52,20 @@ def test_new_order_trace_accounts_every_round_trip(engine: str, tmp_path: Path, 
     # Native's statements are their own requests; tique's carry its protocol steps.
     assert {s["step"] for s in native["steps"]} <= {"statement", "begin (driver)", "commit"}
     tique_steps = {(s["statement"], s["step"]) for s in tique_trace["steps"]}
-    assert ("NO_WAREHOUSE", "begin") in tique_steps
+    if engine == "postgres":  # the oracle's begin travels in the first statement's request
+        assert not any(step == "begin" for _, step in tique_steps)
+    else:
+        assert ("NO_WAREHOUSE", "begin") in tique_steps
     assert ("NO_STOCK_UPDATE", "write") in tique_steps or ("NO_STOCK_UPDATE", "write + validate") in tique_steps
     commit_steps = {step for statement, step in tique_steps if statement == "COMMIT"}
-    assert "publish" in commit_steps
+    assert any("publish" in step for step in commit_steps)
     assert any("write-set" in step for step in commit_steps)
     assert native["calls"]["NO_ITEM"] == tique_trace["calls"]["NO_ITEM"] >= 5  # the same inputs on both
     # Where tique's extra time goes: each statement's own work against native's, and each protocol step.
     extra = {(r["statement"], r["step"]): r for r in trace["extra"]}
     assert {statement for statement, _ in extra} == NEW_ORDER_STATEMENTS
-    assert ("COMMIT", "publish") in extra and extra[("COMMIT", "publish")]["native_ms"] == 0
+    publish = next(k for k in extra if k[0] == "COMMIT" and "publish" in k[1])
+    assert extra[publish]["native_ms"] == 0
     assert extra[("NO_ITEM", "own request")]["native_round_trips"] == extra[("NO_ITEM", "own request")]["tique_round_trips"]
     spent = tique_trace["total"]["engine_ms"] + tique_trace["total"]["client_cpu_ms"]
     assert sum(r["tique_ms"] for r in extra.values()) == pytest.approx(spent)

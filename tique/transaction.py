@@ -470,7 +470,8 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                 # One request: the marker in an engine transaction of its own, committed
                 # (durably: see the invariant), then publish, which starts only after that
                 # commit returned (the server runs a request's statements in order).
-                cur, publish_error = backend.commit_then(raw, (sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publishing)
+                with step(raw, "certify + outcome + publish"):
+                    cur, publish_error = backend.commit_then(raw, (sql.commit_marker.sql, sql.commit_marker.values((), ctx)), publishing)
                 oracle.published(raw, txn.txid)
                 committed = bool(cur.fetchone()[0])
                 return _published(backend, raw, txn, tables, sql, ctx, cts, committed, False, timeout, publish=False,
