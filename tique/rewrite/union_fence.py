@@ -40,8 +40,8 @@ _VALUES = (exp.Literal, exp.Placeholder, exp.Null, exp.Boolean)
 
 def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> exp.Expression:
     """Wraps each scan snapshot (a UNION ALL marked by facts.snapshot) that shares an
-    inner join with other relations in `SELECT * FROM (snapshot) AS tq_fenced [WHERE
-    its own conjuncts] LIMIT 2^62`, keeping the snapshot's alias."""
+    inner join with other relations in `SELECT its columns FROM (snapshot) AS tq_fenced
+    [WHERE its own conjuncts] LIMIT 2^62`, keeping the snapshot's alias."""
     for subquery in [s for s in tree.find_all(exp.Subquery) if facts.snapshot_of(s) is not None]:
         select = _inner_join_select(subquery)
         if select is None or not isinstance(subquery.this, exp.Union):
@@ -50,7 +50,10 @@ def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> ex
         table = next((t for t in catalog.tables.values() if t.storage == storage), None)
         columns = set(table.user_columns) if table is not None else None
         own = _own_conjuncts(select, subquery.alias_or_name, columns)
-        fence = exp.select("*").from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
+        # The snapshot's own column names, not a star: whatever reads the snapshot's
+        # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
+        names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
+        fence = exp.select(*names).from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
         if own:
             fence = fence.where(*own, copy=False)
         fence = fence.limit(exp.Literal.number(NO_LIMIT), copy=False)
