@@ -10,7 +10,8 @@ in one place which passes run, in which order:
   expanded, its tique tables aliased as written, its unaliased output columns named as
   the engine names them (DuckDB), DuckDB's rowid exposed, and refused if
   the engine would reject it;
-- READ, on a read of tique tables after PREPARE: its tables become their snapshots;
+- READ, on a read of tique tables after PREPARE: its tables become their snapshots, and
+  on MonetDB a scan snapshot beside other relations in an inner join is fenced;
 - QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
   ... AS SELECT: its views expanded, its tables aliased as written and read through
   their snapshots (never laterally);
@@ -36,6 +37,7 @@ from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.storage_reads import read_storage
 from tique.rewrite.templates import KeyHash
+from tique.rewrite.union_fence import fence_joined_snapshots
 
 MAX_VIEW_DEPTH = 32
 _STATEMENTS = (exp.Query, exp.Insert, exp.Update, exp.Delete)
@@ -149,6 +151,13 @@ def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) ->
     return replace_tables(tree, context.catalog, context.formulation, context.key_hash, lateral=context.lateral)
 
 
+def fence_snapshots_in_joins(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """MonetDB: a scan snapshot joined with other relations is read through a LIMIT no
+    table reaches, which keeps MonetDB from pushing the join into its union
+    (tique/rewrite/union_fence.py)."""
+    return fence_joined_snapshots(tree, context.catalog) if context.dialect == "monetdb" else tree
+
+
 def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each reference to a table in `context.clean` becomes a projection of its storage
     table (tique/rewrite/storage_reads.py)."""
@@ -156,6 +165,6 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
 
 
 PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects)
-READ: tuple[Pass, ...] = (replace_tables_with_snapshots,)
-STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots)
+READ: tuple[Pass, ...] = (replace_tables_with_snapshots, fence_snapshots_in_joins)
+STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots, fence_snapshots_in_joins)
 QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
