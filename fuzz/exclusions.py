@@ -59,20 +59,7 @@ def _aggregate_of_null(tree: exp.Expression) -> bool:
     return any(isinstance(a.this, exp.Null) for a in tree.find_all(exp.AggFunc) if not isinstance(a.parent, exp.Window))
 
 
-def _unaliased_expression_column(tree: exp.Expression) -> bool:
-    return isinstance(tree, exp.Select) and any(not isinstance(i, (exp.Alias, exp.Column, exp.Star)) for i in tree.expressions)
-
-
 EXCLUSIONS: tuple[Exclusion, ...] = (
-    Exclusion("monetdb-unaliased-label-misnumbered",
-              "MonetDB names an unaliased output column by a number it hands out while translating the query; "
-              "tique learns the native number by PREPARE of the query over plain projections of the storage "
-              "tables (tique/backends/monetdb.py, Naming), which misnumbers it here: SELECT CAST('2023-12-15' AS "
-              "DATE) FROM t0 AS s WHERE s.c1 IN (s.c1, 0, 4) AND NOT TRUE (c1 DECIMAL(10, 2)) is named %2 "
-              "natively, %3 through tique, and SELECT FALSE FROM t0 AS a RIGHT JOIN t0 AS b ON a.c3 = (SELECT "
-              "COUNT(DISTINCT s.c0) FROM t0 AS s) WHERE FALSE is %2 natively, %6 through tique (the rows agree); "
-              "until Naming is exact, no unaliased expression column is generated for MonetDB",
-              "open", rejects=_unaliased_expression_column, engines=frozenset({"monetdb"})),
     Exclusion("monetdb-crashes-on-aggregate-of-null",
               "native MonetDB (11.45) crashes (the server process dies) on SELECT MIN(NULL) AS m FROM t ORDER BY m, "
               "and on a grouped MAX((SELECT MIN(NULL) FROM t WHERE t.c)) over a derived table (the fuzzer met both): "
