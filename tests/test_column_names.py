@@ -83,6 +83,9 @@ MONETDB_LABELS: list[tuple[str, tuple]] = [
     ("SELECT 1 + 2, k FROM t WHERE TRUE AND k > ?", (0,)),
     ("SELECT a + 1, (SELECT MIN(u.a) FROM u WHERE u.k = t.k) FROM t WHERE 1 = 1 ORDER BY 1", ()),
     ("SELECT s || 'x' FROM t WHERE s IN (s, 'a', NULL) UNION ALL SELECT 'y' FROM u WHERE NOT TRUE", ()),
+    # one column of one row: the plan names it otherwise than a result of several columns
+    ("SELECT MIN(CAST('2024-01-11' AS DATE)) FROM t AS s2", ()),
+    ("SELECT COUNT(*) + ? FROM t WHERE a > ?", (1, 2)),
 ]
 
 

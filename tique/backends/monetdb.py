@@ -887,18 +887,23 @@ def _insert_of_query(sql: str) -> InsertOfQuery | None:
     return sql.insert_of_query if isinstance(sql, FormatSQL) else None
 
 
-_RESULT_SET = re.compile(r"\bsql\.resultSet\(\s*X_\d+(?::[^,]*)?,\s*(?P<names>X_\d+)\b")
+# sql.resultSet(tables, names, ...): bats of several columns, or one column's strings
+_RESULT_SET = re.compile(r'\bsql\.resultSet\(\s*(?:X_\d+(?::[^,]*)?|"(?:[^"\\]|\\.)*":str)\s*,\s*'
+                         r'(?:(?P<names>X_\d+)\b|"(?P<name>(?:[^"\\]|\\.)*)":str)')
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)":str')
 
 
 def _result_names(plan: Iterable[str]) -> tuple[str, ...]:
     """The result column names in an EXPLAIN plan (MAL): the second argument of the
-    sql.resultSet call, a bat.pack of the names. () where the plan has no such call."""
+    sql.resultSet call, a bat.pack of the names (or, for a result of one column and one
+    row, the name itself). () where the plan has no such call."""
     lines = list(plan)
     for line in lines:
         found = _RESULT_SET.search(line)
         if found is None:
             continue
+        if found.group("name") is not None:
+            return (re.sub(r"\\(.)", r"\1", found.group("name")),)
         packed = re.compile(rf"^\s*{found.group('names')}:bat\[:str\] := bat\.pack\((?P<items>.*)\);\s*$")
         for definition in lines:
             items = packed.match(definition)
