@@ -24,7 +24,7 @@ class Features:
     correlated: bool = True
     aggregates: bool = True
     windows: bool = True
-    order_dependent_windows: bool = True  # ROW_NUMBER: undefined under ties, caught by the reordered copy
+    order_dependent_windows: bool = True  # ROW_NUMBER: undefined under ties, caught by the reordered copy and by RANK (fuzz/runner.py)
     set_operations: bool = True
     order_limit: bool = True
     distinct: bool = True
