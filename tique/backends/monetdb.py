@@ -915,18 +915,25 @@ def _result_names(plan: Iterable[str]) -> tuple[str, ...]:
 
 def _over_storage(tree: exp.Expression) -> exp.Expression | None:
     """`tree` (a read) with each snapshot subquery (the plan marks them: tique/rewrite/facts.py)
-    replaced by a plain projection of the storage table: the query the application
-    wrote, in shape (see Naming)."""
+    replaced by its storage table (or a plain projection of it): the query the
+    application wrote, in shape (see Naming)."""
     if not isinstance(tree, exp.Query):
         return None
-    swaps = []
+    # The storage table itself where no star could expand to its own columns (tq_rowid):
+    # a projection of it is a derived table, which shifts the numbers of some labels.
+    direct = tree.find(exp.Star) is None
+    swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in tree.find_all(exp.Subquery):
         storage = facts.snapshot_of(node)
         if storage is None:
             continue
+        alias = node.args["alias"]
+        if direct and not alias.columns:
+            swaps.append((node, exp.Table(this=exp.to_identifier(storage, quoted=True), alias=alias.copy())))
+            continue
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
         projection = projection.from_(exp.Table(this=exp.to_identifier(storage, quoted=True)))
-        swaps.append((node, exp.Subquery(this=projection, alias=node.args["alias"].copy())))
+        swaps.append((node, exp.Subquery(this=projection, alias=alias.copy())))
     if not swaps:
         return None
     # The snapshots are most of the tree: swap them out, copy what is left, swap them back.
