@@ -59,7 +59,21 @@ def _aggregate_of_null(tree: exp.Expression) -> bool:
     return any(isinstance(a.this, exp.Null) for a in tree.find_all(exp.AggFunc) if not isinstance(a.parent, exp.Window))
 
 
+def _grouped_outer_join_in_a_set_operation(tree: exp.Expression) -> bool:
+    return tree.find(exp.SetOperation) is not None and any(
+        s.args.get("group") and any(j.side in ("LEFT", "RIGHT", "FULL") for j in s.args.get("joins") or ())
+        for s in tree.find_all(exp.Select))
+
+
 EXCLUSIONS: tuple[Exclusion, ...] = (
+    Exclusion("monetdb-set-operation-loses-outer-join-null-group",
+              "tique reads a table as its snapshot, a UNION ALL of storage and cache; MonetDB (11.45) loses the group "
+              "whose key an outer join padded with NULL when that UNION ALL is the padded side and the grouped query "
+              "is a branch of a set operation: SELECT MIN(a.c) FROM t AS a LEFT JOIN (SELECT c FROM t UNION ALL "
+              "SELECT c FROM e) AS b ON b.c = 8 GROUP BY b.c UNION ALL SELECT 7 gives only 7 (over t = {1.5}); "
+              "natively (b a plain table) MonetDB answers both rows, through tique it loses one. Until the "
+              "snapshot's shape avoids it, no grouped outer join in a set operation is generated for MonetDB",
+              "open", rejects=_grouped_outer_join_in_a_set_operation, engines=frozenset({"monetdb"})),
     Exclusion("monetdb-crashes-on-aggregate-of-null",
               "native MonetDB (11.45) crashes (the server process dies) on SELECT MIN(NULL) AS m FROM t ORDER BY m, "
               "and on a grouped MAX((SELECT MIN(NULL) FROM t WHERE t.c)) over a derived table (the fuzzer met both): "
