@@ -73,30 +73,23 @@ def _no_standard_statement(tree: exp.Expression, schema: Schema) -> exp.Expressi
     return None
 
 
-def _bare_column(value: exp.Expression) -> exp.Column | None:
-    while isinstance(value, (exp.Paren, exp.Cast)):
-        value = value.this
-    return value if isinstance(value, exp.Column) else None
-
-
 def _assignments_read_old_values(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
     """UPDATE t SET c0 = t.c1, c1 = t.c0  ->  ... c1 = COALESCE(t.c0, t.c0): every value
     an assignment computes reads the row as it was before the UPDATE (SQL), also where it
-    is a bare column another assignment of the statement sets. MonetDB reads the new value
-    of such a column (the swap leaves both columns equal), and reads the old one once the
-    value is an expression."""
+    reads a column another assignment of the statement sets. MonetDB reads the new value
+    of such a column in some shapes (a bare column; c1 = (t.c0 || t.c1) after c0 =
+    LOWER(...)), but not once the reference is wrapped."""
     if not isinstance(tree, exp.Update):
         return None
     target = tree.this.alias_or_name
-    assigned = {e.this.name for e in tree.expressions}
     standard = tree.copy()
     changed = False
     for assignment in standard.expressions:
-        column = _bare_column(assignment.expression)
-        if column is not None and column.table in ("", target) and column.name in assigned and column.name != assignment.this.name:
-            value = assignment.expression
-            value.replace(exp.Coalesce(this=value.copy(), expressions=[value.copy()]))
-            changed = True
+        others = {e.this.name for e in standard.expressions if e is not assignment}
+        for column in list(assignment.expression.find_all(exp.Column)):
+            if column.table in ("", target) and column.name in others:
+                column.replace(exp.Coalesce(this=column.copy(), expressions=[column.copy()]))
+                changed = True
     return standard if changed else None
 
 
@@ -176,9 +169,10 @@ DEPARTURES: tuple[Departure, ...] = (
               re.compile(r"didn't result in a resultset"), _no_standard_statement),
     # silent: MonetDB answers without an error, but not by the standard
     Departure("monetdb-update-reads-assigned-column", frozenset({"monetdb"}),
-              "MonetDB's UPDATE t SET c0 = t.c1, c1 = t.c0 gives c1 the new c0 (both columns end equal); "
-              "SQL computes every new value from the row as it was (a swap); inside a transaction the swap "
-              "reads right, but a later UPDATE t SET c0 = t.c3 reads c3 as before the swap",
+              "MonetDB's UPDATE t SET c0 = t.c1, c1 = t.c0 gives c1 the new c0 (both columns end equal), and "
+              "SET c0 = LOWER(t.c0 || t.c0), c1 = t.c0 || t.c1 reads the new c0 for c1; SQL computes every new value "
+              "from the row as it was. Inside a transaction the swap reads right, but a later UPDATE t SET c0 = t.c3 "
+              "reads c3 as before the swap: every UPDATE of the shape is counted",
               None, _assignments_read_old_values, counted_always=True),
     Departure("monetdb-is-null-of-aggregate-folded", frozenset({"monetdb"}),
               "MonetDB folds `IS NULL` of an aggregate of a NOT NULL column to FALSE, although the aggregate "

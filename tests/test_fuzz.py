@@ -173,6 +173,7 @@ def _departure_case(statement: exp.Expression, schema: Schema, rows: dict[str, l
 _KEYED = Schema((Table("t0", (Column("c0", "INTEGER", True), Column("c1", "BIGINT", True)), ("c0", "c1")),))
 _PLAIN = Schema((Table("t0", (Column("c0", "DECIMAL(10, 2)", True), Column("c1", "BOOLEAN"), Column("c3", "INTEGER", True))),))
 _PAIR = Schema((Table("t0", (Column("c0", "INTEGER"), Column("c1", "INTEGER"))),))
+_TEXTS = Schema((Table("t0", (Column("c0", "VARCHAR"), Column("c1", "VARCHAR", True)), ("c1",)),))
 _SUMMED = Schema((Table("t0", (Column("c2", "DOUBLE"), Column("c3", "INTEGER", True)), ("c3",)),))
 _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOLEAN"))),))
 
@@ -192,6 +193,9 @@ _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOL
     # MonetDB's swap leaves both columns equal; SQL swaps them
     ("monetdb-update-reads-assigned-column", "UPDATE t0 SET c0 = t0.c1, c1 = t0.c0", _PAIR,
      {"t0": [(1, 2), (3, None)]}, 2),
+    # MonetDB reads the new c0 for c1 ('aabcaa'); SQL the old one ('aabca')
+    ("monetdb-update-reads-assigned-column", "UPDATE t0 SET c0 = LOWER(t0.c0 || t0.c0), c1 = (t0.c0 || t0.c1) || t0.c0",
+     _TEXTS, {"t0": [("a", "abc"), ("x ", " x")]}, 2),
     # MonetDB takes SUM of a NOT NULL column for never NULL and drops the row; SQL returns it
     ("monetdb-is-null-of-aggregate-folded",
      "WITH w AS (SELECT SUM(s.c3) < 5 AS o FROM t0 AS s WHERE -0 = s.c2 + 1) SELECT d.o AS p FROM w AS d WHERE d.o IS NULL",
