@@ -10,7 +10,8 @@ skipped: the run compares tique with the standard meaning instead, which is eith
 Where the native engine gives a wrong answer without an error (a silent departure), the
 run detects the statement by its shape, runs the equivalent statement as well, and where the
 two native answers differ takes the equivalent's as SQL's meaning (`standard` builds it;
-the departure is counted only where they differ). A silent departure for which no
+the departure is counted only where they differ, or wherever the shape matches where the
+native statement may look right and still leave the tables wrong: `counted_always`). A silent departure for which no
 equivalent is known (`suspect`) leaves the native answer as the reference, and a difference
 from tique there is counted as not compared instead of reported.
 Each such statement is counted per departure and reported beside the comparisons.
