@@ -7,6 +7,13 @@ skipped: the run compares tique with the standard meaning instead, which is eith
   departure raising an engine-only error: `standard` builds that statement), or
 - an error, where the native statement left the tables violating a constraint the
   statement must have failed on (a duplicate key, found by a query afterwards).
+Where the native engine gives a wrong answer without an error (a silent departure), the
+run detects the statement by its shape, runs the equivalent statement as well, and where the
+two native answers differ takes the equivalent's as SQL's meaning (`standard` builds it;
+the departure is counted only where they differ, or wherever the shape matches where the
+native statement may look right and still leave the tables wrong: `counted_always`). A silent departure for which no
+equivalent is known (`suspect`) leaves the native answer as the reference, and a difference
+from tique there is counted as not compared instead of reported.
 Each such statement is counted per departure and reported beside the comparisons.
 """
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from fuzz.schema import Table
+from fuzz.schema import Schema, Table
 
 
 @dataclass(frozen=True)
@@ -25,11 +32,15 @@ class Departure:
     name: str
     engines: frozenset[str]
     why: str
-    error: re.Pattern[str]  # the native error the departure raises
-    standard: Callable[[exp.Expression], exp.Expression | None]  # an equivalent the engine runs by the standard
+    error: re.Pattern[str] | None  # the native error the departure raises; None: a silent one
+    standard: Callable[[exp.Expression, Schema], exp.Expression | None]  # an equivalent the engine runs by the standard
+    suspect: Callable[[exp.Expression], bool] | None = None  # silent, no equivalent known: where the native answer may be wrong
+    # silent, and counted wherever the shape matches: the native answer may look right and
+    # still leave the tables reading otherwise afterwards
+    counted_always: bool = False
 
 
-def _update_from_as_exists(tree: exp.Expression) -> exp.Expression | None:
+def _update_from_as_exists(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
     """UPDATE t SET ... FROM s WHERE p  ->  UPDATE t SET ... WHERE EXISTS (SELECT 1 FROM s WHERE p):
     each target row some source row matches is updated once. Equivalent only where the new
     values come from the target row alone, as the generator makes them (fuzz/generate.py)."""
@@ -48,7 +59,7 @@ def _update_from_as_exists(tree: exp.Expression) -> exp.Expression | None:
     return standard
 
 
-def _insert_select_with_distinct_names(tree: exp.Expression) -> exp.Expression | None:
+def _insert_select_with_distinct_names(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
     """INSERT ... SELECT a, a  ->  INSERT ... SELECT a AS tq_0, a AS tq_1: an INSERT takes its
     source's columns by position, whatever their names."""
     if not isinstance(tree, exp.Insert) or not isinstance(tree.expression, exp.Select):
@@ -59,8 +70,86 @@ def _insert_select_with_distinct_names(tree: exp.Expression) -> exp.Expression |
     return standard
 
 
-def _no_standard_statement(tree: exp.Expression) -> exp.Expression | None:
+def _no_standard_statement(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
     return None
+
+
+def _assignments_read_old_values(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """UPDATE t SET c0 = t.c1, c1 = t.c0  ->  ... c1 = COALESCE(t.c0, t.c0): every value
+    an assignment computes reads the row as it was before the UPDATE (SQL), also where it
+    reads a column another assignment of the statement sets. MonetDB reads the new value
+    of such a column in some shapes (a bare column; c1 = (t.c0 || t.c1) after c0 =
+    LOWER(...)), but not once the reference is wrapped."""
+    if not isinstance(tree, exp.Update):
+        return None
+    target = tree.this.alias_or_name
+    standard = tree.copy()
+    changed = False
+    for assignment in standard.expressions:
+        others = {e.this.name for e in standard.expressions if e is not assignment}
+        for column in list(assignment.expression.find_all(exp.Column)):
+            if column.table in ("", target) and column.name in others:
+                column.replace(exp.Coalesce(this=column.copy(), expressions=[column.copy()]))
+                changed = True
+    return standard if changed else None
+
+
+def _is_null_of_aggregates_kept(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """x IS NULL  ->  COALESCE(x IS NULL, FALSE) in a statement with an aggregate. MonetDB
+    takes an aggregate of a NOT NULL column for never NULL and folds `IS NULL` of it (or of
+    a derived column holding it) to FALSE, although the aggregate of no rows is NULL: WITH w
+    AS (SELECT SUM(k) < 5 AS o FROM t WHERE <no row>) SELECT o FROM w WHERE o IS NULL
+    drops the one row SQL returns."""
+    if not any(not isinstance(a.parent, exp.Window) for a in tree.find_all(exp.AggFunc)):
+        return None
+    standard = tree.copy()
+    tests = [i for i in standard.find_all(exp.Is) if isinstance(i.expression, exp.Null)]
+    if not tests:
+        return None
+    for test in tests:
+        test.replace(exp.Coalesce(this=test.copy(), expressions=[exp.false()]))
+    return standard
+
+
+def _column_types(tree: exp.Expression, schema: Schema) -> dict[tuple[str, str], str]:
+    """(table alias or name, column) -> the column's type, for the schema's tables the
+    statement references."""
+    tables = {t.name: t for t in schema.tables}
+    types: dict[tuple[str, str], str] = {}
+    for ref in tree.find_all(exp.Table):
+        table = tables.get(ref.name)
+        if table is not None:
+            for column in table.columns:
+                types[(ref.alias_or_name, column.name)] = column.type
+    return types
+
+
+def _compared_doubles_normalized(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """d  ->  d + 0 for each DOUBLE column compared in a condition: -0.0 + 0 is 0.0, and SQL
+    takes -0.0 = 0.0 (IEEE). MonetDB's join over stored doubles matches them bit by bit,
+    so -0.0 misses 0.0: t0 AS a FULL JOIN t0 AS b ON a.c0 = b.c0 pairs too few rows."""
+    types = _column_types(tree, schema)
+    standard = tree.copy()
+    changed = False
+    for column in list(standard.find_all(exp.Column)):
+        if types.get((column.table, column.name)) != "DOUBLE":
+            continue
+        if not isinstance(column.parent, (exp.EQ, exp.NEQ, exp.In)):
+            continue
+        if isinstance(standard, exp.Update) and any(column.parent is a for a in standard.expressions):
+            continue  # an assignment, not a comparison
+        column.replace(exp.Paren(this=exp.Add(this=column.copy(), expression=exp.Literal.number(0))))
+        changed = True
+    return standard if changed else None
+
+
+def _min_over_full_join(tree: exp.Expression) -> bool:
+    """A MIN (no window) in a query with a FULL JOIN: MonetDB's MIN over a column a FULL
+    JOIN pads with NULL can answer NULL though the column holds a value (SELECT MIN(a.c)
+    FROM t AS a FULL JOIN t AS b ON FALSE over one row), and no rewrite found makes it
+    answer by the standard."""
+    return (any(j.side == "FULL" for j in tree.find_all(exp.Join))
+            and any(not isinstance(m.parent, exp.Window) for m in tree.find_all(exp.Min)))
 
 
 DEPARTURES: tuple[Departure, ...] = (
@@ -79,7 +168,30 @@ DEPARTURES: tuple[Departure, ...] = (
               "(SELECT x AS o FROM (SELECT TRUE FROM t AS a FULL JOIN t AS b ON TRUE WHERE a.c = 3) AS d "
               "ORDER BY o LIMIT 5 over an empty t: 'query didn't result in a resultset')",
               re.compile(r"didn't result in a resultset"), _no_standard_statement),
+    # silent: MonetDB answers without an error, but not by the standard
+    Departure("monetdb-update-reads-assigned-column", frozenset({"monetdb"}),
+              "MonetDB's UPDATE t SET c0 = t.c1, c1 = t.c0 gives c1 the new c0 (both columns end equal), and "
+              "SET c0 = LOWER(t.c0 || t.c0), c1 = t.c0 || t.c1 reads the new c0 for c1; SQL computes every new value "
+              "from the row as it was. Inside a transaction the swap reads right, but a later UPDATE t SET c0 = t.c3 "
+              "reads c3 as before the swap: every UPDATE of the shape is counted",
+              None, _assignments_read_old_values, counted_always=True),
+    Departure("monetdb-is-null-of-aggregate-folded", frozenset({"monetdb"}),
+              "MonetDB folds `IS NULL` of an aggregate of a NOT NULL column to FALSE, although the aggregate "
+              "of no rows is NULL (a WITH of SUM(k) < 5 over no rows, filtered on IS NULL, loses its one row)",
+              None, _is_null_of_aggregates_kept),
+    Departure("monetdb-join-negative-zero", frozenset({"monetdb"}),
+              "MonetDB's join over stored DOUBLEs matches -0.0 and 0.0 as different values; SQL (IEEE) "
+              "takes them as equal",
+              None, _compared_doubles_normalized),
+    Departure("monetdb-min-over-full-join", frozenset({"monetdb"}),
+              "MonetDB's MIN of a column a FULL JOIN pads with NULL can be NULL although the column holds a "
+              "value (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE over one row gives NULL, SQL 1)",
+              None, _no_standard_statement, suspect=_min_over_full_join),
 )
+
+# A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set
+# (see monetdb-select-without-resultset); what it wrote is not known, so it is not compared.
+NO_RESULT_SET = "monetdb-select-without-resultset"
 
 # A write the engine accepts although it leaves a duplicate key; SQL (PostgreSQL, DuckDB,
 # tique) fails the statement. MonetDB checks keys row by row during an UPDATE, so two rows
@@ -91,9 +203,14 @@ DUPLICATE_KEY_ENGINES = frozenset({"monetdb"})
 def departure_of(engine: str, error: str) -> Departure | None:
     """The departure a native error on `engine` belongs to, if any."""
     for departure in DEPARTURES:
-        if engine in departure.engines and departure.error.search(error):
+        if engine in departure.engines and departure.error is not None and departure.error.search(error):
             return departure
     return None
+
+
+def silent_departures(engine: str) -> list[Departure]:
+    """The departures on `engine` that give a wrong answer without an error."""
+    return [d for d in DEPARTURES if engine in d.engines and d.error is None]
 
 
 def duplicate_key_queries(table: Table) -> list[str]:

@@ -15,7 +15,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymonetdb
@@ -79,7 +79,10 @@ class Naming:
     """How to learn the names MonetDB gives a read's unlabelled result columns natively
     (`%2`, `%6`: numbers it hands out while translating the query). The snapshot
     subqueries shift those numbers; the same query over plain projections of the
-    storage tables does not, so PREPARE of it (compiled, never run) names them."""
+    storage tables does not, so EXPLAIN of it (compiled as for execution, never run)
+    names them: its plan's result set lists the names (see _result_names). PREPARE
+    compiles otherwise (without the simplifications that drop numbered expressions) and
+    numbers some labels differently from execution."""
     text: str  # the query over the storage tables, in FormatSQL form
     names: tuple[str, ...]  # what fills its markers
     source: tuple[str, ...]  # what fills the markers of the statement it names
@@ -473,14 +476,12 @@ class MonetDBBackend(Backend):
             by_name = dict(zip(naming.source, values))
             cur = raw.cursor()
             try:
-                # Values inline, as pymonetdb sends them: PREPARE cannot type every bare marker.
+                # Values inline, as pymonetdb sends them natively (the numbering may depend on them).
                 if naming.names:
-                    cur.execute(f"PREPARE {naming.text}", [by_name[n] for n in naming.names])
+                    cur.execute(f"EXPLAIN {naming.text}", [by_name[n] for n in naming.names])
                 else:
-                    cur.execute(f"PREPARE {naming.text.replace('%%', '%')}")
-                found = tuple(str(row[5]) for row in cur.fetchall())
-                if cur.lastrowid is not None:
-                    cur.execute(f"DEALLOCATE {int(cur.lastrowid)}")
+                    cur.execute(f"EXPLAIN {naming.text.replace('%%', '%')}")
+                found = _result_names(str(row[0]) for row in cur.fetchall())
             except pymonetdb.exceptions.Error:
                 found = ()  # the engine's own labels stand
             self._label_names[naming.text] = found
@@ -834,6 +835,8 @@ class MonetDBBackend(Backend):
         if not getattr(cursor, "description", None):
             return None
         native = getattr(cursor, "tq_names", ())
+        if len(native) != len(cursor.description):
+            native = ()  # not the plan of this result: the engine's own labels stand
         described = []
         for i, d in enumerate(cursor.description):
             name = native[i] if i < len(native) and _LABEL.match(d[0]) else d[0]
@@ -929,20 +932,53 @@ def _insert_of_query(sql: str) -> InsertOfQuery | None:
     return sql.insert_of_query if isinstance(sql, FormatSQL) else None
 
 
+# sql.resultSet(tables, names, ...): bats of several columns, or one column's strings
+_RESULT_SET = re.compile(r'\bsql\.resultSet\(\s*(?:X_\d+(?::[^,]*)?|"(?:[^"\\]|\\.)*":str)\s*,\s*'
+                         r'(?:(?P<names>X_\d+)\b|"(?P<name>(?:[^"\\]|\\.)*)":str)')
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)":str')
+
+
+def _result_names(plan: Iterable[str]) -> tuple[str, ...]:
+    """The result column names in an EXPLAIN plan (MAL): the second argument of the
+    sql.resultSet call, a bat.pack of the names (or, for a result of one column and one
+    row, the name itself). () where the plan has no such call."""
+    lines = list(plan)
+    for line in lines:
+        found = _RESULT_SET.search(line)
+        if found is None:
+            continue
+        if found.group("name") is not None:
+            return (re.sub(r"\\(.)", r"\1", found.group("name")),)
+        packed = re.compile(rf"^\s*{found.group('names')}:bat\[:str\] := bat\.pack\((?P<items>.*)\);\s*$")
+        for definition in lines:
+            items = packed.match(definition)
+            if items is not None:
+                return tuple(re.sub(r"\\(.)", r"\1", s) for s in _STRING.findall(items.group("items")))
+        return ()
+    return ()
+
+
 def _over_storage(tree: exp.Expression) -> exp.Expression | None:
     """`tree` (a read) with each snapshot subquery (the plan marks them: tique/rewrite/facts.py)
-    replaced by a plain projection of the storage table: the query the application
-    wrote, in shape (see Naming)."""
+    replaced by its storage table (or a plain projection of it): the query the
+    application wrote, in shape (see Naming)."""
     if not isinstance(tree, exp.Query):
         return None
-    swaps = []
+    # The storage table itself where no star could expand to its own columns (tq_rowid):
+    # a projection of it is a derived table, which shifts the numbers of some labels.
+    direct = tree.find(exp.Star) is None
+    swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in tree.find_all(exp.Subquery):
         storage = facts.snapshot_of(node)
         if storage is None:
             continue
+        alias = node.args["alias"]
+        if direct and not alias.columns:
+            swaps.append((node, exp.Table(this=exp.to_identifier(storage, quoted=True), alias=alias.copy())))
+            continue
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
         projection = projection.from_(exp.Table(this=exp.to_identifier(storage, quoted=True)))
-        swaps.append((node, exp.Subquery(this=projection, alias=node.args["alias"].copy())))
+        swaps.append((node, exp.Subquery(this=projection, alias=alias.copy())))
     if not swaps:
         return None
     # The snapshots are most of the tree: swap them out, copy what is left, swap them back.
