@@ -60,6 +60,20 @@ def test_dollar_quoted_strings_hold_no_markers(connect: Connect, engine: str) ->
     assert rows(conn, "SELECT $$a ? $1$$, $tag$?,?$tag$, ?", (7,)) == [("a ? $1", "?,?", 7)]
 
 
+def test_a_transaction_whose_first_statement_ends_in_an_empty_string(connect: Connect) -> None:
+    """On PostgreSQL the oracle's begin travels with a transaction's first statement, whose
+    markers for the transaction's own values are found by PostgreSQL's tokens; a text
+    ending in '' after a marker once failed to tokenize."""
+    conn = _table(connect)
+    run(conn, "INSERT INTO t VALUES (1, '', 5)")
+    conn.autocommit = False
+    assert rows(conn, "SELECT n FROM t WHERE v BETWEEN ? AND ''", ("",)) == [(5,)]
+    assert run(conn, "UPDATE t SET n = ? WHERE v = ''", (6,)) == 1
+    conn.commit()
+    assert rows(conn, "SELECT n FROM t WHERE id = ? AND v = ''", (1,)) == [(6,)]
+    conn.rollback()
+
+
 def _table(connect: Connect) -> tique.Connection:
     conn = connect(autocommit=True)
     run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(20), n INTEGER)")

@@ -229,7 +229,8 @@ class PostgresBackend(Backend):
         text = self.shared_plans.get(key)
         if text is None:
             numbers = {str(n): _SESSION_VALUES[name] for n, name in marks}
-            tokens = Postgres().tokenize(sql)
+            # The space: sqlglot's tokenizer fails on a text ending in '' after a `$n`.
+            tokens = Postgres().tokenize(sql + " ")
             parts, end = [], 0
             for marker, value in zip(tokens, tokens[1:]):
                 if (marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER
