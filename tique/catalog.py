@@ -12,6 +12,8 @@ from typing import Any, Hashable, Mapping
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.schema import MappingSchema
 
 from tique.errors import NotSupportedError, ProgrammingError, describe
 
@@ -441,6 +443,8 @@ class CatalogSnapshot:
     tables: Mapping[str, TableDef] = field(default_factory=lambda: MappingProxyType({}))
     objects: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tique.ddl.View | Index
     version: Hashable = None
+    # column_schema's, per dialect: a function of the fields above, made on first use.
+    _schemas: dict[str, "ColumnSchema"] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, tables: Mapping[str, TableDef], objects: Mapping[str, Any] | None = None, version: Hashable = None) -> "CatalogSnapshot":
@@ -458,3 +462,33 @@ class CatalogSnapshot:
     def names(self, name: str) -> bool:
         """Whether `name` is a tique table, view or index of this snapshot."""
         return name in self.tables or name in self.objects
+
+    def column_schema(self, dialect: str) -> "ColumnSchema":
+        """The tique tables' columns as sqlglot's optimizer reads a schema (see ColumnSchema)."""
+        found = self._schemas.get(dialect)
+        if found is None:
+            found = self._schemas[dialect] = ColumnSchema.of(self.tables.values(), dialect)
+        return found
+
+
+@dataclass(frozen=True)
+class ColumnSchema:
+    """The columns of tique tables as sqlglot's qualify_columns resolves names against them:
+    `schema` holds each table's columns (the hidden row id too, which a statement reads as
+    DuckDB's rowid) named as the dialect normalizes identifiers (DuckDB folds even quoted
+    names; PostgreSQL and MonetDB keep quoted ones as written), so a tree normalized the
+    same way (sqlglot's normalize_identifiers) resolves exactly as the engine would;
+    `names` maps each such name back to the catalog's name of the column."""
+    schema: MappingSchema
+    names: Mapping[str, Mapping[str, str]]  # table -> normalized column name -> catalog name
+
+    @classmethod
+    def of(cls, tables: Any, dialect: str) -> "ColumnSchema":
+        engine = Dialect.get_or_raise(dialect)
+        names: dict[str, dict[str, str]] = {}
+        for table in tables:
+            columns = table.user_columns + ((ROWID,) if table.hidden_rowid else ())
+            names[table.name] = {engine.normalize_identifier(exp.to_identifier(c, quoted=True)).name: c for c in columns}
+        # Only names matter here: every column is typed UNKNOWN.
+        mapping = {table: {column: "UNKNOWN" for column in columns} for table, columns in names.items()}
+        return cls(MappingSchema(mapping, dialect=dialect, normalize=False), MappingProxyType(names))
