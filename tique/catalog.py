@@ -105,6 +105,16 @@ class TableDef:
         """The columns a statement may write: every user column but the generated ones."""
         return tuple(c.name for c in self.columns if c.generated is None)
 
+    def named(self, name: str) -> str:
+        """The name of the column a statement's `name` refers to, compared without case
+        (the catalog keeps each column's name as the engine shows it, "MixedCase" when
+        so declared); `name` folded to lower case when no column has it."""
+        folded = name.lower()
+        for c in self.columns:
+            if c.name.lower() == folded:
+                return c.name
+        return folded
+
     def column(self, name: str) -> Column:
         for c in self.columns:
             if c.name == name:
@@ -144,6 +154,31 @@ def with_packed_key(table: TableDef, dialect: str) -> TableDef:
 
 def normalize(name: str) -> str:
     return name.lower()
+
+
+def declared_name(identifier: exp.Expression, dialect: str) -> str:
+    """The name an engine gives a column declared as `identifier`: DuckDB keeps it as
+    written (and compares names without case); PostgreSQL and MonetDB fold an unquoted
+    name to lower case and keep a quoted one as written."""
+    name = identifier.name
+    if dialect == "duckdb" or (isinstance(identifier, exp.Identifier) and identifier.args.get("quoted")):
+        return name
+    return normalize(name)
+
+
+def written_name(table: TableDef, node: exp.Expression, dialect: str) -> str:
+    """The column of `table` a statement's column reference `node` (a Column or an
+    Identifier) names, as the engine resolves it: DuckDB without case, PostgreSQL and
+    MonetDB by the name folded as declared_name folds it (a quoted name exactly). A name
+    of no column comes back folded, for the caller to report."""
+    identifier = node.this if isinstance(node, exp.Column) else node
+    return table.named(identifier.name) if dialect == "duckdb" else declared_name(identifier, dialect)
+
+
+def _declared(names: Any, name: str) -> str:
+    """The declared column among `names` that `name` refers to, compared without case; `name` folded when none."""
+    folded = name.lower()
+    return next((n for n in names if n.lower() == folded), folded)
 
 
 def generated_expression(col: Column, dialect: str) -> exp.Expression:
@@ -237,7 +272,7 @@ def check_column_properties(columns: list[Column], key: list[str], dialect: str,
         if col.name in key:
             raise NotSupportedError(describe(statement, f"generated column {col.name!r} in the primary key is not supported on tique tables; key the table by the columns it is computed from"))
         for ref in _parsed_expression(col.generated, dialect).find_all(exp.Column):
-            used = normalize(ref.name)
+            used = _declared(names, ref.name)
             if used not in names:
                 raise ProgrammingError(describe(statement, f"generated column {col.name!r} refers to {used!r}, which is not a column of the table"))
             if next(c for c in columns if c.name == used).generated is not None:
@@ -276,8 +311,8 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     checks: list[tuple[str | None, str | None, exp.Expression]] = []  # (name, its column, expression)
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            col_name = normalize(item.name)
-            if col_name.startswith("tq_"):
+            col_name = declared_name(item.this, dialect)
+            if col_name.lower().startswith("tq_"):
                 raise ProgrammingError(describe(statement, f"column name {col_name!r} uses the prefix tq_, which tique reserves"))
             props = _column_properties(item, col_name, dialect, statement)
             if props.primary_key:
@@ -310,6 +345,8 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     if not columns:
         raise ProgrammingError(describe(statement, "a table needs at least one column"))
     names = {c.name for c in columns}
+    key = [_declared(names, k) for k in key]
+    uniques = [(given, tuple(_declared(names, c) for c in cols)) for given, cols in uniques]
     for k in key:
         if k not in names:
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
@@ -331,7 +368,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     check_defs = []
     for given, column_name, expression in checks:
         normalized = _check_expression(expression, name, names, dialect, statement)
-        referenced = (column_name,) if column_name else tuple(dict.fromkeys(normalize(c.name) for c in normalized.find_all(exp.Column)))[:1]
+        referenced = (column_name,) if column_name else tuple(dict.fromkeys(c.name for c in normalized.find_all(exp.Column)))[:1]
         constraint_name = given or _native_name(name, referenced, "check", taken)
         taken.add(constraint_name)
         check_defs.append(Check(constraint_name, normalized.sql(dialect)))
@@ -384,7 +421,7 @@ def _check_expression(expression: exp.Expression, table: str, names: set[str], d
         qualifier = normalize(col.table) if col.table else None
         if qualifier not in (None, table) or col.args.get("db"):
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {col.sql(dialect)}, which is not a column of {table}"))
-        column_name = normalize(col.name)
+        column_name = _declared(names, col.name)
         if column_name not in names:
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {column_name!r}, which is not a column of {table}"))
         col.replace(exp.Column(this=exp.to_identifier(column_name, quoted=True)))

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize
+from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
@@ -366,10 +366,10 @@ def _without_generated(table: TableDef, listed: list[str], source: exp.Expressio
 ROW = "tq_row"
 
 
-def _requalified(expression: exp.Expression, qualifier: str) -> exp.Expression:
+def _requalified(expression: exp.Expression, table: TableDef, qualifier: str) -> exp.Expression:
     """`expression` with each column reference naming `qualifier`'s column of that name."""
     def swap(node: exp.Expression) -> exp.Expression:
-        return column(normalize(node.name), qualifier) if isinstance(node, exp.Column) else node
+        return column(table.named(node.name), qualifier) if isinstance(node, exp.Column) else node
     return expression.transform(swap)
 
 
@@ -392,7 +392,7 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
         if col is None or col.generated is None:
             projections.append(column(name, ROW))
             continue
-        computed = _requalified(generated_expression(col, dialect), ROW)
+        computed = _requalified(generated_expression(col, dialect), table, ROW)
         try:
             kind = data_type(col.type_sql, dialect)
         except Exception:
@@ -445,7 +445,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
             raise NotSupportedError(describe(statement, f"INSERT with {unsupported.upper().replace('_', ' ')} is not supported on tique tables"))
     target = tree.this
     if isinstance(target, exp.Schema):
-        listed = [normalize(c.name) for c in target.expressions]
+        listed = [written_name(table, c, dialect) for c in target.expressions]
     elif tree.expression is None and tree.args.get("default"):
         listed = []  # DEFAULT VALUES
     else:
@@ -566,7 +566,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     for assignment in tree.expressions:
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise NotSupportedError(describe(statement, f"assignment {assignment.sql(dialect)!r} is not supported; use SET column = expression"))
-        name = normalize(assignment.this.name)
+        name = written_name(table, assignment.this, dialect)
         if name not in table.user_columns:
             raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
         value = assignment.expression
