@@ -160,7 +160,9 @@ def used_columns(tree: exp.Expression, refs: list[tuple[exp.Table, TableDef]], c
                 tables.append(node)
             elif isinstance(node, exp.Column):
                 if isinstance(node.this, exp.Identifier):
-                    columns.append(node)
+                    columns.append(node.this)
+            elif isinstance(node, exp.Join):
+                columns.extend(i for i in node.args.get("using") or [] if isinstance(i, exp.Identifier))
             elif isinstance(node, exp.Star):
                 star = star or not isinstance(node.parent, exp.Count)
             elif node is not root and isinstance(node, _NESTED_SOURCES):
@@ -169,17 +171,23 @@ def used_columns(tree: exp.Expression, refs: list[tuple[exp.Table, TableDef]], c
         mine = [t for t in tables if id(t) in wanted]
         if not mine:
             continue
-        mentioned = {normalize(c.name) for c in columns}
+        mentioned = {normalize(i.name) for i in columns}
         plain = [t for t in mine if not unnamed and normalize(t.alias_or_name) not in mentioned and normalize(t.name) not in mentioned]
         found.update((id(t), None) for t in mine if t not in plain)
         if not plain:
             continue
+        named = {id(t): _names_of(columns, wanted[id(t)], schema, dialect) for t in plain}
         if len(tables) == 1 and not nested:
             # One scope reading one table: every column binds to it or to nothing, as
             # qualify_columns would find, without copying the query to qualify it.
-            (ref,) = plain
-            names: dict[int, set[str] | None] = {id(ref): None if star else _names_of(columns, wanted[id(ref)], schema, dialect)}
-            pairs = {id(ref): ref}
+            names: dict[int, set[str] | None] = {id(t): None if star else named[id(t)] for t in plain}
+            pairs = {id(t): t for t in plain}
+        elif not star and not _shared(list(named.values())):
+            # No column name two tique tables of the query have, and no star: a name of a
+            # table's column binds to that table or to a source whose columns the snapshot
+            # need not carry (another engine table, a derived table, an alias), so
+            # carrying it is never wrong, and binding would narrow nothing the engine reads.
+            names, pairs = named, {id(t): t for t in plain}
         else:
             copy = root.copy()
             # A copy's nodes come in the same order as the original's.
@@ -202,11 +210,22 @@ def used_columns(tree: exp.Expression, refs: list[tuple[exp.Table, TableDef]], c
 _NESTED_SOURCES = (exp.Query, exp.UDTF, exp.Lateral)
 
 
-def _names_of(columns: list[exp.Column], table: TableDef, schema: ColumnSchema, dialect: str) -> set[str]:
-    """The catalog names of `table`'s columns among `columns`, each normalized as the dialect does."""
+def _shared(sets: list[set[str]]) -> bool:
+    """Whether some name is in two of `sets`."""
+    seen: set[str] = set()
+    for each in sets:
+        if seen & each:
+            return True
+        seen |= each
+    return False
+
+
+def _names_of(names: list[exp.Identifier], table: TableDef, schema: ColumnSchema, dialect: str) -> set[str]:
+    """The catalog names of `table`'s columns among `names` (of columns, and of USING),
+    each normalized as the dialect does."""
     engine = Dialect.get_or_raise(dialect)
     known = schema.names.get(table.name, {})
-    return {known[name] for name in (engine.normalize_identifier(c.this.copy()).name for c in columns) if name in known}
+    return {known[name] for name in (engine.normalize_identifier(i.copy()).name for i in names) if name in known}
 
 
 def _resolved_names(root: exp.Expression, tables: dict[int, TableDef], schema: ColumnSchema, dialect: str) -> dict[int, set[str] | None]:
