@@ -167,8 +167,7 @@ CREATED = [
 def test_a_created_table_names_its_columns_as_natively(engine: str, pair: tuple[tique.Connection, Native], statement: str,
                                                        params: tuple) -> None:
     """CREATE TABLE ... AS names the new table's columns after the query's result columns,
-    the application's expressions, never tique's rewrite of them. (Names compare without
-    case: tique's catalog folds every column name to lower case, quoted or not.)"""
+    the application's expressions, never tique's rewrite of them, case included."""
     conn, native = pair
     want = native.execute(statement, params, write=True)
     got = run_tique(conn, statement, params)
@@ -178,4 +177,45 @@ def test_a_created_table_names_its_columns_as_natively(engine: str, pair: tuple[
     assert got.kind == "count", got.brief()
     want_names = native.execute("SELECT * FROM made", (), write=False).names
     got_names = run_tique(conn, "SELECT * FROM made", ()).names
-    assert [n.lower() for n in got_names] == [n.lower() for n in want_names]
+    assert list(got_names) == list(want_names)
+
+
+# A table whose columns an application declares quoted in mixed case, or unquoted.
+MIXED = 'CREATE TABLE mc ("Id" INTEGER PRIMARY KEY, "MixedCase" INTEGER, "lower" VARCHAR(5), Plain INTEGER)'
+MIXED_STATEMENTS: list[tuple[str, tuple]] = [
+    ('INSERT INTO mc VALUES (?, ?, ?, ?)', (1, 10, 'a', 100)),
+    ('INSERT INTO mc ("Id", "MixedCase", Plain) VALUES (?, ?, ?)', (2, 20, 200)),
+    ('CREATE INDEX mc_mixed ON mc ("MixedCase")', ()),
+    ('UPDATE mc SET "MixedCase" = "MixedCase" + ? WHERE "Id" = ?', (5, 1)),
+    ('UPDATE mc SET plain = plain + 1 WHERE "MixedCase" > ?', (12,)),
+    ('SELECT * FROM mc ORDER BY "Id"', ()),
+    ('SELECT "MixedCase", "lower", Plain, PLAIN FROM mc WHERE "Id" = ?', (1,)),
+    ('SELECT m."MixedCase" * 2, count(*) FROM mc AS m GROUP BY m."MixedCase" ORDER BY 1', ()),
+    ('SELECT "Id" FROM mc WHERE "MixedCase" IN (SELECT "MixedCase" FROM mc WHERE Plain > ?)', (150,)),
+    ('SELECT MixedCase FROM mc', ()),  # unquoted: folded to mixedcase on PostgreSQL and MonetDB
+    ('UPDATE mc SET MixedCase = 1 WHERE "Id" = ?', (1,)),
+    ('INSERT INTO mc ("Id", "mixedcase") VALUES (?, ?)', (3, 1)),
+    ('DELETE FROM mc WHERE "Id" = ?', (2,)),
+    ('SELECT * FROM mc ORDER BY "Id"', ()),
+]
+
+
+def test_quoted_column_names_keep_their_case(engine: str, pair: tuple[tique.Connection, Native]) -> None:
+    """A column declared "MixedCase" is named so in cursor.description and answers to
+    "MixedCase", as natively; an unquoted name folds as the engine folds it."""
+    conn, native = pair
+    assert native.execute(MIXED, (), write=True).kind == "count"
+    conn.cursor().execute(MIXED)
+    for statement, params in MIXED_STATEMENTS:
+        writes = not statement.startswith("SELECT")
+        want = native.execute(statement, params, write=writes)
+        got = run_tique(conn, statement, params)
+        if want.kind == "error":
+            assert got.kind == "error", f"{statement}: natively {want.brief()}, through tique {got.brief()}"
+            continue
+        if writes:
+            assert got.kind == "count", f"{statement}: natively {want.brief()}, through tique {got.brief()}"
+            continue
+        assert got.kind == "rows", f"{statement}: natively {want.brief()}, through tique {got.brief()}"
+        assert got.names == want.names, statement
+        assert same_rows(want.rows, got.rows, ordered="ORDER BY" in statement), f"{statement}\n{want.brief()}\n{got.brief()}"

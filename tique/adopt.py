@@ -63,10 +63,10 @@ def _schema(backend: Backend, raw: Any) -> str:
 def _native_columns(backend: Backend, raw: Any, name: str, schema: str) -> tuple[list[Column], list[str]]:
     """The table's columns (name, SQL type, NOT NULL) and primary key columns, from the engine's catalog."""
     if backend.dialect == "monetdb":
-        columns = [Column(normalize(c), _monetdb_type(t, int(d), int(sc)), not nullable)
+        columns = [Column(c, _monetdb_type(t, int(d), int(sc)), not nullable)
                    for c, t, d, sc, nullable in backend.rows(raw, _MONETDB_COLUMNS_SQL, [name, schema])]
         return columns, [r[0] for r in backend.rows(raw, _MONETDB_PRIMARY_KEY_SQL, [name, schema])]
-    columns = [Column(normalize(c), _sized_type(t, length, precision, scale), n == "NO")
+    columns = [Column(c, _sized_type(t, length, precision, scale), n == "NO")
                for c, t, n, length, precision, scale in backend.rows(raw, _COLUMNS_SQL, [name, schema])]
     return columns, [r[0] for r in backend.rows(raw, _PRIMARY_KEY_SQL, [name, schema])]
 
@@ -147,7 +147,7 @@ def _duckdb_collations(backend: Backend, raw: Any, name: str, schema: str) -> di
     if not found:
         return {}
     create = sqlglot.parse_one(found[0][0], read="duckdb")
-    return {normalize(item.name): constraint.kind.this.sql("duckdb")
+    return {item.name: constraint.kind.this.sql("duckdb")
             for item in create.find_all(exp.ColumnDef) for constraint in item.args.get("constraints") or []
             if isinstance(constraint.kind, exp.CollateColumnConstraint)}
 
@@ -159,12 +159,11 @@ def _with_properties(backend: Backend, raw: Any, name: str, schema: str, columns
     dialect = backend.dialect
     parse = lambda text: sqlglot.parse_one(text, read=dialect)  # noqa: E731
     if dialect == "monetdb":
-        defaults = {normalize(c): parse(d) for c, d in backend.rows(raw, _MONETDB_DEFAULTS_SQL, [name, schema]) if d is not None}
+        defaults = {c: parse(d) for c, d in backend.rows(raw, _MONETDB_DEFAULTS_SQL, [name, schema]) if d is not None}
         return [replace(c, default=defaults.get(c.name)) for c in columns]
     collations = _duckdb_collations(backend, raw, name, schema) if dialect == "duckdb" else {}
     kept = {}
     for column, default, generated, expression, collation, identity in backend.rows(raw, _PROPERTIES_SQL, [name, schema]):
-        column = normalize(column)
         if identity == "YES":
             raise NotSupportedError(f"adopt: column {column!r} of {name!r} is an identity column, which tique tables do not have; "
                                     f"make it a plain column with DEFAULT nextval('a sequence') first")
@@ -195,11 +194,11 @@ def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
     found, key_columns = _native_columns(backend, raw, name, schema)
     if not found:
         raise ProgrammingError(f"adopt: no native table {name!r} in schema {schema!r}")
-    key = tuple(normalize(k) for k in key_columns)
+    key = tuple(key_columns)  # the engine's names of the columns, case kept, as the catalog keeps them
     found = _with_properties(backend, raw, name, schema, found)
     check_column_properties(found, list(key), backend.dialect, f"adopt {name}")
     columns = tuple(found)
-    if any(c.name.startswith("tq_") for c in columns):
+    if any(normalize(c.name).startswith("tq_") for c in columns):
         raise ProgrammingError(f"adopt: table {name!r} has a column with the reserved prefix tq_")
     table = TableDef(normalize(name), columns, key or (ROWID,), not key)
     constraints = _native_constraints(backend, raw, name, schema)

@@ -12,6 +12,8 @@ from typing import Any, Hashable, Mapping
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.schema import MappingSchema
 
 from tique.errors import NotSupportedError, ProgrammingError, describe
 
@@ -103,6 +105,16 @@ class TableDef:
         """The columns a statement may write: every user column but the generated ones."""
         return tuple(c.name for c in self.columns if c.generated is None)
 
+    def named(self, name: str) -> str:
+        """The name of the column a statement's `name` refers to, compared without case
+        (the catalog keeps each column's name as the engine shows it, "MixedCase" when
+        so declared); `name` folded to lower case when no column has it."""
+        folded = name.lower()
+        for c in self.columns:
+            if c.name.lower() == folded:
+                return c.name
+        return folded
+
     def column(self, name: str) -> Column:
         for c in self.columns:
             if c.name == name:
@@ -142,6 +154,31 @@ def with_packed_key(table: TableDef, dialect: str) -> TableDef:
 
 def normalize(name: str) -> str:
     return name.lower()
+
+
+def declared_name(identifier: exp.Expression, dialect: str) -> str:
+    """The name an engine gives a column declared as `identifier`: DuckDB keeps it as
+    written (and compares names without case); PostgreSQL and MonetDB fold an unquoted
+    name to lower case and keep a quoted one as written."""
+    name = identifier.name
+    if dialect == "duckdb" or (isinstance(identifier, exp.Identifier) and identifier.args.get("quoted")):
+        return name
+    return normalize(name)
+
+
+def written_name(table: TableDef, node: exp.Expression, dialect: str) -> str:
+    """The column of `table` a statement's column reference `node` (a Column or an
+    Identifier) names, as the engine resolves it: DuckDB without case, PostgreSQL and
+    MonetDB by the name folded as declared_name folds it (a quoted name exactly). A name
+    of no column comes back folded, for the caller to report."""
+    identifier = node.this if isinstance(node, exp.Column) else node
+    return table.named(identifier.name) if dialect == "duckdb" else declared_name(identifier, dialect)
+
+
+def _declared(names: Any, name: str) -> str:
+    """The declared column among `names` that `name` refers to, compared without case; `name` folded when none."""
+    folded = name.lower()
+    return next((n for n in names if n.lower() == folded), folded)
 
 
 def generated_expression(col: Column, dialect: str) -> exp.Expression:
@@ -235,7 +272,7 @@ def check_column_properties(columns: list[Column], key: list[str], dialect: str,
         if col.name in key:
             raise NotSupportedError(describe(statement, f"generated column {col.name!r} in the primary key is not supported on tique tables; key the table by the columns it is computed from"))
         for ref in _parsed_expression(col.generated, dialect).find_all(exp.Column):
-            used = normalize(ref.name)
+            used = _declared(names, ref.name)
             if used not in names:
                 raise ProgrammingError(describe(statement, f"generated column {col.name!r} refers to {used!r}, which is not a column of the table"))
             if next(c for c in columns if c.name == used).generated is not None:
@@ -274,8 +311,8 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     checks: list[tuple[str | None, str | None, exp.Expression]] = []  # (name, its column, expression)
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            col_name = normalize(item.name)
-            if col_name.startswith("tq_"):
+            col_name = declared_name(item.this, dialect)
+            if col_name.lower().startswith("tq_"):
                 raise ProgrammingError(describe(statement, f"column name {col_name!r} uses the prefix tq_, which tique reserves"))
             props = _column_properties(item, col_name, dialect, statement)
             if props.primary_key:
@@ -308,6 +345,8 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     if not columns:
         raise ProgrammingError(describe(statement, "a table needs at least one column"))
     names = {c.name for c in columns}
+    key = [_declared(names, k) for k in key]
+    uniques = [(given, tuple(_declared(names, c) for c in cols)) for given, cols in uniques]
     for k in key:
         if k not in names:
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
@@ -329,7 +368,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     check_defs = []
     for given, column_name, expression in checks:
         normalized = _check_expression(expression, name, names, dialect, statement)
-        referenced = (column_name,) if column_name else tuple(dict.fromkeys(normalize(c.name) for c in normalized.find_all(exp.Column)))[:1]
+        referenced = (column_name,) if column_name else tuple(dict.fromkeys(c.name for c in normalized.find_all(exp.Column)))[:1]
         constraint_name = given or _native_name(name, referenced, "check", taken)
         taken.add(constraint_name)
         check_defs.append(Check(constraint_name, normalized.sql(dialect)))
@@ -382,7 +421,7 @@ def _check_expression(expression: exp.Expression, table: str, names: set[str], d
         qualifier = normalize(col.table) if col.table else None
         if qualifier not in (None, table) or col.args.get("db"):
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {col.sql(dialect)}, which is not a column of {table}"))
-        column_name = normalize(col.name)
+        column_name = _declared(names, col.name)
         if column_name not in names:
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {column_name!r}, which is not a column of {table}"))
         col.replace(exp.Column(this=exp.to_identifier(column_name, quoted=True)))
@@ -441,6 +480,8 @@ class CatalogSnapshot:
     tables: Mapping[str, TableDef] = field(default_factory=lambda: MappingProxyType({}))
     objects: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tique.ddl.View | Index
     version: Hashable = None
+    # column_schema's, per dialect: a function of the fields above, made on first use.
+    _schemas: dict[str, "ColumnSchema"] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, tables: Mapping[str, TableDef], objects: Mapping[str, Any] | None = None, version: Hashable = None) -> "CatalogSnapshot":
@@ -458,3 +499,33 @@ class CatalogSnapshot:
     def names(self, name: str) -> bool:
         """Whether `name` is a tique table, view or index of this snapshot."""
         return name in self.tables or name in self.objects
+
+    def column_schema(self, dialect: str) -> "ColumnSchema":
+        """The tique tables' columns as sqlglot's optimizer reads a schema (see ColumnSchema)."""
+        found = self._schemas.get(dialect)
+        if found is None:
+            found = self._schemas[dialect] = ColumnSchema.of(self.tables.values(), dialect)
+        return found
+
+
+@dataclass(frozen=True)
+class ColumnSchema:
+    """The columns of tique tables as sqlglot's qualify_columns resolves names against them:
+    `schema` holds each table's columns (the hidden row id too, which a statement reads as
+    DuckDB's rowid) named as the dialect normalizes identifiers (DuckDB folds even quoted
+    names; PostgreSQL and MonetDB keep quoted ones as written), so a tree normalized the
+    same way (sqlglot's normalize_identifiers) resolves exactly as the engine would;
+    `names` maps each such name back to the catalog's name of the column."""
+    schema: MappingSchema
+    names: Mapping[str, Mapping[str, str]]  # table -> normalized column name -> catalog name
+
+    @classmethod
+    def of(cls, tables: Any, dialect: str) -> "ColumnSchema":
+        engine = Dialect.get_or_raise(dialect)
+        names: dict[str, dict[str, str]] = {}
+        for table in tables:
+            columns = table.user_columns + ((ROWID,) if table.hidden_rowid else ())
+            names[table.name] = {engine.normalize_identifier(exp.to_identifier(c, quoted=True)).name: c for c in columns}
+        # Only names matter here: every column is typed UNKNOWN.
+        mapping = {table: {column: "UNKNOWN" for column in columns} for table, columns in names.items()}
+        return cls(MappingSchema(mapping, dialect=dialect, normalize=False), MappingProxyType(names))

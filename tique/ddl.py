@@ -67,12 +67,11 @@ def table_of_columns(name: str, columns: list[tuple[str, str]], statement: str) 
     """A tique table with the (name, SQL type) columns the engine gave a query's result:
     no primary key (CREATE TABLE ... AS SELECT declares none), so rows get a hidden row id."""
     made = []
-    for column, type_sql in columns:
-        column = normalize(column)
-        if column.startswith("tq_"):
+    for column, type_sql in columns:  # named as the engine names them, case kept
+        if normalize(column).startswith("tq_"):
             raise ProgrammingError(describe(statement, f"column name {column!r} uses the prefix tq_, which tique reserves"))
         made.append(Column(column, type_sql))
-    if len({c.name for c in made}) != len(made):
+    if len({normalize(c.name) for c in made}) != len(made):
         raise ProgrammingError(describe(statement, "the query's result repeats a column name; alias its columns apart"))
     return TableDef(name, tuple(made), (ROWID,), True)
 
@@ -125,7 +124,8 @@ def parse_object(name: str, kind: str, on_table: str | None, ddl: str, dialect: 
         columns = tuple(normalize(c.name) for c in create.this.expressions) if isinstance(create.this, exp.Schema) else ()
         return View(name, create.expression, columns)
     params = create.this.args["params"]
-    return Index(name, on_table or "", tuple(normalize(o.this.name) for o in params.args["columns"]))
+    # Stored quoted, as the catalog names the columns (index_ddl): read back as written.
+    return Index(name, on_table or "", tuple(o.this.name for o in params.args["columns"]))
 
 
 def _object_kind(backend: Backend, raw: Any, name: str) -> str | None:

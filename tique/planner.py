@@ -267,9 +267,9 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, context: pass
             column = part.this if isinstance(part, exp.Ordered) else part
             if not isinstance(column, exp.Column) or column.table:
                 raise NotSupportedError(describe(sql, f"an index on tique table {table.name!r} takes plain columns, not {part.sql(backend.dialect)!r}"))
-            if normalize(column.name) not in table.user_columns:
+            if table.named(column.name) not in table.user_columns:
                 raise ProgrammingError(describe(sql, f"table {table.name} has no column {column.name!r}"))
-            columns.append(normalize(column.name))
+            columns.append(table.named(column.name))
         if not columns:
             raise ProgrammingError(describe(sql, "an index needs at least one column"))
         name = normalize(index.name)

@@ -374,10 +374,16 @@ class Backend(ABC):
         if target is errors.DatabaseError and isinstance(error, OSError):
             target = errors.OperationalError  # the engine could not be reached (PEP 249)
         target = self.refine(error, target)
-        cause = self.missing_name(error, statement) or f"{type(error).__name__}: {user_terms(str(error))}"
+        cause = self.missing_name(error, statement) or self.engine_message(error)
         translated = target(errors.describe(statement, cause))
         translated.__cause__ = error
         return translated
+
+    def engine_message(self, error: BaseException) -> str:
+        """The driver's message in the application's terms, after the driver's class name
+        (DuckDB's BinderException, psycopg's UndefinedColumn): what native shows, which
+        tique's PEP 249 class alone would not say."""
+        return f"{type(error).__name__}: {user_terms(str(error))}"
 
     def missing_name(self, error: BaseException, statement: str) -> str | None:
         """"table accounts has no column 'nocol'" or "table 'acounts' does not exist" when

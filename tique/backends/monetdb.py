@@ -23,7 +23,7 @@ from sqlglot import exp
 
 import tique.dialects.monetdb  # noqa: F401  (registers the dialect)
 from tique import errors
-from tique.backends.base import Backend, split_rows
+from tique.backends.base import Backend, split_rows, user_terms
 from tique.oracle.monetdb import MonetDBOracle
 from tique.rewrite import facts, faithful
 from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_marked, shift_user_params
@@ -819,6 +819,11 @@ class MonetDBBackend(Backend):
     def drop_ddl(self, table: Any) -> list[str]:
         # MonetDB has no DROP SEQUENCE IF EXISTS; the catalog says whether there is one.
         return [d.replace("DROP SEQUENCE IF EXISTS", "DROP SEQUENCE") for d in super().drop_ddl(table)]
+
+    def engine_message(self, error: BaseException) -> str:
+        """pymonetdb's message as natively (`22012!division by zero.`): its class names are
+        PEP 249's, which the tique error's own class says, so they are not repeated."""
+        return user_terms(str(error))
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
         text = str(error).lower()

@@ -96,9 +96,9 @@ def _narrow(item: exp.Expression, catalog: CatalogSnapshot, conditions: list[exp
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if (isinstance(side, exp.Column) and normalize(side.table) in ("", alias) and normalize(side.name) in table.key
+            if (isinstance(side, exp.Column) and normalize(side.table) in ("", alias) and table.named(side.name) in table.key
                     and isinstance(other, (exp.Placeholder, exp.Parameter, exp.Literal))):
-                pinned.add(normalize(side.name))
+                pinned.add(table.named(side.name))
     return set(table.key[:2]) <= pinned
 
 
@@ -135,16 +135,16 @@ def lateral_key_values(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if not isinstance(side, exp.Column) or normalize(side.name) not in table.key:
+            if not isinstance(side, exp.Column) or table.named(side.name) not in table.key:
                 continue
-            if normalize(side.table) not in ("", own_alias) or normalize(side.name) in pinned:
+            if normalize(side.table) not in ("", own_alias) or table.named(side.name) in pinned:
                 continue
             if not side.table and normalize(side.name) in {c for cols in preceding.columns.values() if cols for c in cols}:
                 continue  # ambiguous as written: leave it to the engine
             value = _outer_value(other, preceding, own, own_alias)
             if value is None:
                 continue
-            pinned[normalize(side.name)] = value
+            pinned[table.named(side.name)] = value
             outer = outer or value.find(exp.Column) is not None
     if not outer or set(pinned) != set(table.key):
         return None

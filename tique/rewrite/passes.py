@@ -148,7 +148,7 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
 def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each tique table reference becomes its snapshot subquery (tique/rewrite/reads.py),
     read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py)."""
-    return replace_tables(tree, context.catalog, context.formulation, context.key_hash, lateral=context.lateral)
+    return replace_tables(tree, context.catalog, context.formulation, context.key_hash, dialect=context.dialect, lateral=context.lateral)
 
 
 def fence_snapshots_in_joins(tree: exp.Expression, context: PassContext) -> exp.Expression:

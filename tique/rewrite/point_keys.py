@@ -46,7 +46,7 @@ def _pinned(table: TableDef, where: exp.Expression | None, alias: str) -> KeySou
     pinned = _equalities(where, alias)
     sources = []
     for k in table.key:
-        source = _source(pinned[k]) if k in pinned else None
+        source = _source(pinned[k.lower()]) if k.lower() in pinned else None
         if source is None:
             break
         sources.append(source)
@@ -102,7 +102,7 @@ def write_points(tree: exp.Expression, table: TableDef, dialect: str) -> tuple[K
         if tree.args.get("from") or tree.args.get("from_") or tree.args.get("joins") or tree.args.get("using"):
             return None  # a column of another table could pass for one of the target's
         if isinstance(tree, exp.Update):
-            assigned = {normalize(a.this.name) for a in tree.expressions if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column)}
+            assigned = {table.named(a.this.name) for a in tree.expressions if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column)}
             if len(assigned) != len(tree.expressions) or assigned & set(table.key):
                 return None  # moves a row to another key
         target = tree.this
@@ -116,7 +116,7 @@ def write_points(tree: exp.Expression, table: TableDef, dialect: str) -> tuple[K
 def _insert_points(tree: exp.Insert, table: TableDef) -> tuple[KeySources, ...] | None:
     if tree.args.get("conflict") or not isinstance(tree.expression, exp.Values):
         return None
-    listed = ([normalize(c.name) for c in tree.this.expressions] if isinstance(tree.this, exp.Schema)
+    listed = ([table.named(c.name) for c in tree.this.expressions] if isinstance(tree.this, exp.Schema)
               else list(table.user_columns))
     if any(k not in listed for k in table.key):
         return None

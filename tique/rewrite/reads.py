@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.scope import TRAVERSABLES, Scope, traverse_scope
 
-from tique.catalog import CatalogSnapshot, ROWID, TableDef, normalize
+from tique.catalog import CatalogSnapshot, ColumnSchema, ROWID, TableDef, normalize
 from tique.rewrite import facts
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
@@ -90,39 +94,188 @@ def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tu
 _UNNAMED_COLUMNS = tuple(getattr(exp, n) for n in ("Columns", "Pivot", "PositionalColumn") if hasattr(exp, n))
 
 
-def used_columns(table: TableDef, ref: exp.Table) -> tuple[str, ...] | None:
-    """The columns of `table` the query reading it through `ref` can use, in table order;
-    None when that cannot be told from the text (then the snapshot carries them all).
-
-    Over-approximates: every column name the owning SELECT mentions anywhere (its
-    subqueries included), whichever table it belongs to. An alias is visible only inside
-    the SELECT whose FROM holds it, so nothing outside that SELECT can name its columns;
-    only what expands to columns unnamed (a star, COLUMNS(), USING, NATURAL, PIVOT, a
-    whole-row reference, a column list on the alias) defeats this.
-
-    Not sqlglot's qualify_columns over the catalog's schema: it resolves a column to one
-    table, and raises for columns the engine itself must report (unknown or ambiguous,
-    in the engine's words, see Backend.translate); names are all this needs."""
+def _owning_select(ref: exp.Table) -> exp.Select | None:
+    """The SELECT whose FROM or JOIN holds `ref`: the only place its alias is visible."""
     select = ref.parent.parent if isinstance(ref.parent, (exp.From, exp.Join)) else None
+    return select if isinstance(select, exp.Select) else None
+
+
+def _names_no_columns(ref: exp.Table) -> bool:
+    """Whether `ref` is read otherwise than by column names: a column list on its alias
+    renames them by position, and a DML statement's own sources stand in no SELECT."""
     alias = ref.args.get("alias")
-    if not isinstance(select, exp.Select) or (alias is not None and alias.columns):
-        return None
+    return _owning_select(ref) is None or (alias is not None and bool(alias.columns))
+
+
+def names_columns_implicitly(ref: exp.Table) -> bool:
+    """Whether the SELECT reading `ref` may use columns of it that no column reference
+    names (see used_columns): a whole-row reference, COLUMNS(), NATURAL, PIVOT, #n, a
+    column list on the alias, or a read from outside a SELECT's FROM."""
+    if _names_no_columns(ref):
+        return True
+    select = _owning_select(ref)
+    assert select is not None
     whole_row = {normalize(ref.alias_or_name), normalize(ref.name)}
-    names: set[str] = set()
-    for node in select.walk():
-        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
-            return None
-        if isinstance(node, _UNNAMED_COLUMNS) or (isinstance(node, exp.Join) and node.args.get("method")):
-            return None
-        if isinstance(node, exp.Join):
-            names.update(normalize(i.name) for i in node.args.get("using") or [])
-        elif isinstance(node, exp.Column):
-            if isinstance(node.this, exp.Star) or normalize(node.name) in whole_row:
-                return None
-            names.add(normalize(node.name))
-    # The hidden row id, where the statement reads it as `rowid` (tique/rewrite/rowid.py).
-    used = tuple(c for c in table.user_columns if c in names) + ((ROWID,) if table.hidden_rowid and ROWID in names else ())
-    return used or table.user_columns[:1]  # a projection needs one column (SELECT COUNT(*), EXISTS)
+    return any(_unnamed(node) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier) and normalize(node.name) in whole_row)
+               for node in select.walk())
+
+
+def _unnamed(node: exp.Expression) -> bool:
+    """A node that stands for columns it does not name: COLUMNS(...), PIVOT, DuckDB's #n, NATURAL."""
+    return isinstance(node, _UNNAMED_COLUMNS) or (isinstance(node, exp.Join) and bool(node.args.get("method")))
+
+
+def used_columns(tree: exp.Expression, refs: list[tuple[exp.Table, TableDef]], catalog: CatalogSnapshot,
+                 dialect: str) -> dict[int, tuple[str, ...] | None]:
+    """For each of `refs` (tique table references in `tree`, by id), the columns of its
+    table the statement can use through it, in table order; None when that cannot be
+    told (then the snapshot carries them all).
+
+    The columns are resolved by sqlglot's optimizer on a copy of each query (the tree
+    itself is not changed): identifiers normalized as the dialect does
+    (normalize_identifiers), every column qualified with the source it binds to
+    (qualify_columns, over the catalog's ColumnSchema), and each qualifier looked up
+    in the scopes around the column (optimizer.scope), innermost first, as the engine
+    binds it. A column sqlglot leaves unqualified (the tables of other engines' schemas
+    are not known here: a native table, a qualifier from outside a fragment; or a name
+    two tables have, which the engine must still see to report it ambiguous) counts
+    for every reference whose table has a column of its name; a star counts as all
+    columns of the references it covers. A name no table has is left to the engine to
+    report in its own words (Backend.translate), as natively.
+
+    What names columns without naming them defeats this for the query it stands in:
+    COLUMNS(), NATURAL, PIVOT, #n, a whole-row reference (a column named like the
+    table or its alias), a column list on the alias."""
+    found: dict[int, tuple[str, ...] | None] = {}
+    wanted = {id(ref): table for ref, table in refs if not _names_no_columns(ref)}
+    found.update((id(ref), None) for ref, _ in refs if id(ref) not in wanted)
+    if not wanted:
+        return found
+    schema = catalog.column_schema(dialect)
+    for root in outermost_queries(tree):
+        # One walk: the root's tables, whether it is more than one scope, what it names.
+        tables, columns, nested, unnamed, star = [], [], False, False, False
+        for node in root.walk():
+            if isinstance(node, exp.Table):
+                tables.append(node)
+            elif isinstance(node, exp.Column):
+                if isinstance(node.this, exp.Identifier):
+                    columns.append(node.this)
+            elif isinstance(node, exp.Join):
+                columns.extend(i for i in node.args.get("using") or [] if isinstance(i, exp.Identifier))
+            elif isinstance(node, exp.Star):
+                star = star or not isinstance(node.parent, exp.Count)
+            elif node is not root and isinstance(node, _NESTED_SOURCES):
+                nested = True
+            unnamed = unnamed or _unnamed(node)
+        mine = [t for t in tables if id(t) in wanted]
+        if not mine:
+            continue
+        mentioned = {normalize(i.name) for i in columns}
+        plain = [t for t in mine if not unnamed and normalize(t.alias_or_name) not in mentioned and normalize(t.name) not in mentioned]
+        found.update((id(t), None) for t in mine if t not in plain)
+        if not plain:
+            continue
+        named = {id(t): _names_of(columns, wanted[id(t)], schema, dialect) for t in plain}
+        if len(tables) == 1 and not nested:
+            # One scope reading one table: every column binds to it or to nothing, as
+            # qualify_columns would find, without copying the query to qualify it.
+            names: dict[int, set[str] | None] = {id(t): None if star else named[id(t)] for t in plain}
+            pairs = {id(t): t for t in plain}
+        elif not star and not _shared(list(named.values())):
+            # No column name two tique tables of the query have, and no star: a name of a
+            # table's column binds to that table or to a source whose columns the snapshot
+            # need not carry (another engine table, a derived table, an alias), so
+            # carrying it is never wrong, and binding would narrow nothing the engine reads.
+            names, pairs = named, {id(t): t for t in plain}
+        else:
+            copy = root.copy()
+            # A copy's nodes come in the same order as the original's.
+            pairs = {id(o): c for o, c in zip(tables, copy.find_all(exp.Table)) if any(o is t for t in plain)}
+            names = _resolved_names(copy, {id(c): wanted[o] for o, c in pairs.items()}, schema, dialect)
+        for original, copied in pairs.items():
+            table = wanted[original]
+            used = names.get(id(copied))
+            if used is None:
+                found[original] = None
+                continue
+            # A projection needs one column (SELECT COUNT(*), EXISTS).
+            found[original] = tuple(c for c in table.user_columns if c in used) + ((ROWID,) if table.hidden_rowid and ROWID in used else ()) \
+                or table.user_columns[:1]
+    return found
+
+
+# What makes a query more than one scope over its FROM tables: subqueries, derived
+# tables, CTEs, set operations (all queries), table functions and laterals.
+_NESTED_SOURCES = (exp.Query, exp.UDTF, exp.Lateral)
+
+
+def _shared(sets: list[set[str]]) -> bool:
+    """Whether some name is in two of `sets`."""
+    seen: set[str] = set()
+    for each in sets:
+        if seen & each:
+            return True
+        seen |= each
+    return False
+
+
+def _names_of(names: list[exp.Identifier], table: TableDef, schema: ColumnSchema, dialect: str) -> set[str]:
+    """The catalog names of `table`'s columns among `names` (of columns, and of USING),
+    each normalized as the dialect does."""
+    engine = Dialect.get_or_raise(dialect)
+    known = schema.names.get(table.name, {})
+    return {known[name] for name in (engine.normalize_identifier(i.copy()).name for i in names) if name in known}
+
+
+def _resolved_names(root: exp.Expression, tables: dict[int, TableDef], schema: ColumnSchema, dialect: str) -> dict[int, set[str] | None]:
+    """The catalog names of the columns each table reference of `tables` (by id, in
+    `root`, a copy this changes) is read by, or None where every column may be."""
+    try:
+        # Partial qualification: a qualified name its table lacks stays for the engine to report.
+        qualify_columns(normalize_identifiers(root, dialect=dialect), schema.schema, expand_alias_refs=True, expand_stars=False,
+                        allow_partial_qualification=True)
+    except OptimizeError:
+        return {}  # sqlglot cannot resolve some name (a native table's column in a correlated subquery): all columns
+    owners = {id(ref) for ref in root.find_all(exp.Table) if id(ref) in tables}
+    used: dict[int, set[str] | None] = {i: set() for i in tables}
+
+    def use(ref_id: int, name: str) -> None:
+        found = used[ref_id]
+        catalog_name = schema.names.get(tables[ref_id].name, {}).get(name)
+        if found is not None and catalog_name is not None:
+            found.add(catalog_name)
+
+    for scope in traverse_scope(root):
+        for col in scope.columns:
+            owner = _source(scope, col.table) if col.table else None
+            if owner is not None and id(owner) in owners:
+                use(id(owner), col.name)
+        # A star reads every column of the tables it covers: t.* its table, * all of its SELECT's.
+        covered = [_source(scope, star.table) for star in scope.stars if isinstance(star, exp.Column)]
+        if isinstance(scope.expression, exp.Select) and any(isinstance(e, exp.Star) for e in scope.expression.expressions):
+            covered.extend(node for node, _ in scope.selected_sources.values())
+        for node in covered:
+            if node is not None and id(node) in owners:
+                used[id(node)] = None
+    # What sqlglot leaves unqualified it could not bind (scope.columns leaves some out,
+    # those in HAVING among them): it may be any table's.
+    for col in root.find_all(exp.Column):
+        if not col.table and isinstance(col.this, exp.Identifier):
+            for ref_id in tables:
+                use(ref_id, col.name)
+    return used
+
+
+def _source(scope: Scope | None, name: str) -> exp.Expression | None:
+    """What a column qualified by `name` in `scope` binds to: the source of that name in
+    the innermost scope around it that has one (a correlated subquery reads outward)."""
+    while scope is not None:
+        found = scope.selected_sources.get(name)
+        if found is not None:
+            return found[0]
+        scope = scope.parent
+    return None
 
 
 # What a parser hangs on a table reference rather than on its SELECT: the joins of a
@@ -156,15 +309,19 @@ def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], catalog: CatalogSna
                for ref, t in touched)
 
 
-def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
-                   lateral: bool = False) -> exp.Expression:
+def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, dialect: str | None = None,
+                   physical: bool = False, lateral: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
     alias; with `lateral`, a table whose key a join pins to the tables before it becomes
-    `LATERAL (point snapshot) AS alias`."""
+    `LATERAL (point snapshot) AS alias`. A snapshot carries the columns the statement
+    uses (used_columns, resolved in `dialect`); with `physical`, all of them and the
+    hidden ones."""
     # What each reference uses, and how it may be read, is read off the statement as
     # written, before any swap.
-    found = [(ref, table, None if physical else used_columns(table, ref), lateral_read(table, ref, catalog, formulation, lateral))
-             for ref, table in referenced_tables(tree, catalog)]
+    refs = referenced_tables(tree, catalog)
+    assert physical or dialect is not None, "a read's columns are resolved in its dialect"
+    used = {} if physical or dialect is None else used_columns(tree, refs, catalog, dialect)
+    found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral)) for ref, table in refs]
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))

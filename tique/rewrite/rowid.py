@@ -16,7 +16,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from tique.catalog import CatalogSnapshot, ROWID, normalize
 from tique.errors import NotSupportedError, describe
-from tique.rewrite.reads import outermost_queries, referenced_tables, used_columns
+from tique.rewrite.reads import names_columns_implicitly, outermost_queries, referenced_tables
 from tique.rewrite.templates import quoted
 
 PSEUDO = "rowid"
@@ -80,6 +80,15 @@ def _rowid_columns(tree: exp.Expression, columns: list[exp.Column]) -> list[tupl
     return [found.get(id(c), (c, None)) for c in columns]
 
 
+def _reads_every_column(ref: exp.Table) -> bool:
+    """Whether the SELECT reading `ref` names its columns in a way that, with rowid
+    renamed to the hidden row id, would expand to it too (a star) or to no fixed list."""
+    if names_columns_implicitly(ref):
+        return True
+    select = ref.parent.parent
+    return any(isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count) for node in select.walk())
+
+
 def expose_rowid(tree: exp.Expression, catalog: CatalogSnapshot, statement: str) -> None:
     """Makes each `rowid` of a tique table name its hidden row id (in place); refuses
     where the table has none, or where the snapshot would not carry it."""
@@ -98,8 +107,8 @@ def expose_rowid(tree: exp.Expression, catalog: CatalogSnapshot, statement: str)
         if not table.hidden_rowid:
             raise NotSupportedError(describe(statement, f"rowid of tique table {table.name!r}: a table with a primary key has no row id on tique; use its key ({', '.join(table.key)})"))
         reads = not isinstance(owner.parent, (exp.Update, exp.Delete))
-        if reads and used_columns(table, owner) is None:
-            raise NotSupportedError(describe(statement, f"rowid of tique table {table.name!r} together with * (or USING, NATURAL, a column list on the alias): name the columns to select"))
+        if reads and _reads_every_column(owner):
+            raise NotSupportedError(describe(statement, f"rowid of tique table {table.name!r} together with * (or NATURAL, a column list on the alias): name the columns to select"))
         renamed = exp.Column(this=quoted(ROWID), table=ref.args.get("table"))
         if isinstance(ref.parent, exp.Select) and ref in ref.parent.expressions:
             renamed = exp.alias_(renamed, ref.this.copy())  # named as written, as natively

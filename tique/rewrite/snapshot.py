@@ -126,7 +126,7 @@ def _equalities(where: exp.Expression | None, alias: str) -> dict[str, exp.Expre
 
 def formulation_for(table: TableDef, where: exp.Expression | None, alias: str) -> Formulation:
     """rank() when `where` pins the table's whole key (a point access), otherwise scan."""
-    return Formulation.RANK if set(table.key) <= set(_equalities(where, alias)) else Formulation.SCAN
+    return Formulation.RANK if {k.lower() for k in table.key} <= set(_equalities(where, alias)) else Formulation.SCAN
 
 
 def pinned_key(table: TableDef, where: exp.Expression | None, alias: str) -> list[exp.Expression] | None:
@@ -137,7 +137,7 @@ def pinned_key(table: TableDef, where: exp.Expression | None, alias: str) -> lis
     if not table.packed:
         return None
     pinned = _equalities(where, alias)
-    values = [pinned.get(k) for k in table.key]
+    values = [pinned.get(k.lower()) for k in table.key]
     if any(v is None or not _is_value(v) for v in values):
         return None
     return [v for v in values if v is not None]

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize
+from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
@@ -366,10 +366,10 @@ def _without_generated(table: TableDef, listed: list[str], source: exp.Expressio
 ROW = "tq_row"
 
 
-def _requalified(expression: exp.Expression, qualifier: str) -> exp.Expression:
+def _requalified(expression: exp.Expression, table: TableDef, qualifier: str) -> exp.Expression:
     """`expression` with each column reference naming `qualifier`'s column of that name."""
     def swap(node: exp.Expression) -> exp.Expression:
-        return column(normalize(node.name), qualifier) if isinstance(node, exp.Column) else node
+        return column(table.named(node.name), qualifier) if isinstance(node, exp.Column) else node
     return expression.transform(swap)
 
 
@@ -392,7 +392,7 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
         if col is None or col.generated is None:
             projections.append(column(name, ROW))
             continue
-        computed = _requalified(generated_expression(col, dialect), ROW)
+        computed = _requalified(generated_expression(col, dialect), table, ROW)
         try:
             kind = data_type(col.type_sql, dialect)
         except Exception:
@@ -445,7 +445,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
             raise NotSupportedError(describe(statement, f"INSERT with {unsupported.upper().replace('_', ' ')} is not supported on tique tables"))
     target = tree.this
     if isinstance(target, exp.Schema):
-        listed = [normalize(c.name) for c in target.expressions]
+        listed = [written_name(table, c, dialect) for c in target.expressions]
     elif tree.expression is None and tree.args.get("default"):
         listed = []  # DEFAULT VALUES
     else:
@@ -474,9 +474,9 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
         typed = [exp.Tuple(expressions=[_typed(v, table, c, dialect) for v, c in zip(r.expressions, listed)]) for r in rows]
         derived: exp.Expression = exp.Values(expressions=typed, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
         if repeat is None:
-            derived = replace_tables(derived, catalog, formulation, key_hash)
+            derived = replace_tables(derived, catalog, formulation, key_hash, dialect=dialect)
     elif isinstance(source, exp.Query):
-        query = replace_tables(source.copy(), catalog, formulation, key_hash)
+        query = replace_tables(source.copy(), catalog, formulation, key_hash, dialect=dialect)
         if isinstance(query, exp.Select) and len(query.expressions) == width:
             query.set("expressions", [_typed(v, table, c, dialect) for v, c in zip(query.expressions, listed)])
         derived = exp.Subquery(this=query, alias=exp.TableAlias(this=quoted(NEW), columns=[quoted(c) for c in listed]))
@@ -505,7 +505,8 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
     return WritePlan(table, (cache_insert(table, select),), not table.hidden_rowid, written_keys, repeat)
 
 
-def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash) -> tuple[exp.Select, str]:
+def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash,
+                   dialect: str) -> tuple[exp.Select, str]:
     ref = tree.this
     alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
     if formulation is Formulation.AUTO:
@@ -519,12 +520,12 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
         # they follow it as written, each side read at the snapshot.
         attached = source.args.get("joins") or []
         source.set("joins", None)
-        select = select.join(replace_tables(source, catalog, formulation, key_hash), join_type="cross")
+        select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross")
         for join in attached:
-            select.append("joins", replace_tables(join, catalog, formulation, key_hash))
+            select.append("joins", replace_tables(join, catalog, formulation, key_hash, dialect=dialect))
     where = tree.args.get("where")
     if where is not None:
-        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash))
+        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect))
     return select, alias
 
 
@@ -565,7 +566,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     for assignment in tree.expressions:
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise NotSupportedError(describe(statement, f"assignment {assignment.sql(dialect)!r} is not supported; use SET column = expression"))
-        name = normalize(assignment.this.name)
+        name = written_name(table, assignment.this, dialect)
         if name not in table.user_columns:
             raise ProgrammingError(describe(statement, f"table {table.name} has no column {name!r}"))
         value = assignment.expression
@@ -577,8 +578,8 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
         if _is_default(value):
             assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
             continue
-        assignments[name] = _typed(replace_tables(value.copy(), catalog, formulation, key_hash), table, name, dialect, text_parameters=True)
-    source, alias = _target_source(tree, table, catalog, formulation, key_hash)
+        assignments[name] = _typed(replace_tables(value.copy(), catalog, formulation, key_hash, dialect=dialect), table, name, dialect, text_parameters=True)
+    source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect)
     moves_key = any(k in assignments for k in table.key)
     new_values = {c: assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias)
                   for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
@@ -598,7 +599,7 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, 
     for unsupported in ("returning", "order", "limit"):
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
-    source, alias = _target_source(tree, table, catalog, formulation, key_hash)
+    source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect)
     select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True))
     if _sources(tree):
         select = _once_per_row(select, table, alias)
