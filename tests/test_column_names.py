@@ -6,14 +6,14 @@ runs on a native database with the same tables and rows and through tique, on ev
 names and rows must agree."""
 from __future__ import annotations
 
-import uuid
 from typing import Any, Iterator
 
 import pytest
 
 import tique
 from fuzz.compare import same_rows
-from fuzz.engines import Native, NativeDuckDB, NativeMonetDB, NativePostgres, Outcome, run_tique
+from fuzz.engines import Native, Outcome, run_tique
+from native_pair import native_pair
 
 TABLES = [
     "CREATE TABLE t (k INTEGER PRIMARY KEY, a INTEGER, b DOUBLE PRECISION, s VARCHAR(20), d DATE)",
@@ -92,32 +92,10 @@ MONETDB_LABELS: list[tuple[str, tuple]] = [
 ]
 
 
-def _native(engine: str, url: str) -> Native:
-    if engine == "duckdb":
-        return NativeDuckDB()
-    if engine == "postgres":
-        return NativePostgres(url)
-    return NativeMonetDB(url.split("?", 1)[0], f"native_{uuid.uuid4().hex[:12]}")
-
-
 @pytest.fixture
 def pair(engine: str, connect: Any, request: pytest.FixtureRequest) -> Iterator[tuple[tique.Connection, Native]]:
     """A tique database and a native one with the same tables and rows."""
-    if engine == "postgres":
-        native_url = request.getfixturevalue("pg_cluster").create_database(f"names_{uuid.uuid4().hex[:12]}")
-    elif engine == "monetdb":
-        native_url = request.getfixturevalue("monetdb_server").url
-    else:
-        native_url = ""
-    native = _native(engine, native_url)
-    conn = connect(autocommit=True)
-    try:
-        for sql in TABLES + ROWS:
-            conn.cursor().execute(sql)
-            assert native.execute(sql, (), write=True).kind == "count", sql
-        yield conn, native
-    finally:
-        native.close()
+    yield from native_pair(engine, connect, request, TABLES + ROWS, "names")
 
 
 @pytest.mark.parametrize("query, params", PORTABLE)

@@ -6,14 +6,14 @@ query's table of the same column name) or fail; so every query here also runs na
 and tique must answer exactly as the engine does, rows or error."""
 from __future__ import annotations
 
-import uuid
 from typing import Any, Iterator
 
 import pytest
 
 import tique
 from fuzz.compare import same_rows
-from fuzz.engines import Native, NativeDuckDB, NativeMonetDB, NativePostgres, run_tique
+from fuzz.engines import Native, run_tique
+from native_pair import native_pair
 from tique.backends.base import Backend
 from tique.catalog import CatalogSnapshot, table_def_from_create
 from tique.planner import parse_one
@@ -128,32 +128,10 @@ QUERIES: list[tuple[str, tuple]] = [
 EXTRA = {"duckdb": [("SELECT a * 2 AS dbl FROM t WHERE dbl > ?", (15,))]}
 
 
-def _native(engine: str, url: str) -> Native:
-    if engine == "duckdb":
-        return NativeDuckDB()
-    if engine == "postgres":
-        return NativePostgres(url)
-    return NativeMonetDB(url.split("?", 1)[0], f"native_{uuid.uuid4().hex[:12]}")
-
-
 @pytest.fixture
 def pair(engine: str, connect: Any, request: pytest.FixtureRequest) -> Iterator[tuple[tique.Connection, Native]]:
     """A tique database and a native one with the same tables and rows."""
-    if engine == "postgres":
-        native_url = request.getfixturevalue("pg_cluster").create_database(f"bind_{uuid.uuid4().hex[:12]}")
-    elif engine == "monetdb":
-        native_url = request.getfixturevalue("monetdb_server").url
-    else:
-        native_url = ""
-    native = _native(engine, native_url)
-    conn = connect(autocommit=True)
-    try:
-        for sql in TABLES + ROWS:
-            conn.cursor().execute(sql)
-            assert native.execute(sql, (), write=True).kind == "count", sql
-        yield conn, native
-    finally:
-        native.close()
+    yield from native_pair(engine, connect, request, TABLES + ROWS, "bind")
 
 
 def test_reads_bind_columns_as_natively(engine: str, pair: tuple[tique.Connection, Native]) -> None:

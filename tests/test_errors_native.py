@@ -5,13 +5,13 @@ are PEP 249's own, so a MonetDB error is its message alone (`22018!conversion of
 never the class name twice (`ProgrammingError: ProgrammingError: 42000!...`)."""
 from __future__ import annotations
 
-import uuid
 from typing import Any, Iterator
 
 import pytest
 
 import tique
-from fuzz.engines import Native, NativeDuckDB, NativeMonetDB, NativePostgres
+from fuzz.engines import Native
+from native_pair import native_pair
 
 TABLE = "CREATE TABLE t (k INTEGER PRIMARY KEY, s VARCHAR(10))"
 ROWS = "INSERT INTO t VALUES (1, 'ab'), (2, '7')"
@@ -23,32 +23,10 @@ FAILING = [
 ]
 
 
-def _native(engine: str, url: str) -> Native:
-    if engine == "duckdb":
-        return NativeDuckDB()
-    if engine == "postgres":
-        return NativePostgres(url)
-    return NativeMonetDB(url.split("?", 1)[0], f"native_{uuid.uuid4().hex[:12]}")
-
-
 @pytest.fixture
 def pair(engine: str, connect: Any, request: pytest.FixtureRequest) -> Iterator[tuple[tique.Connection, Native]]:
     """A tique database and a native one with the same table and rows."""
-    if engine == "postgres":
-        native_url = request.getfixturevalue("pg_cluster").create_database(f"errors_{uuid.uuid4().hex[:12]}")
-    elif engine == "monetdb":
-        native_url = request.getfixturevalue("monetdb_server").url
-    else:
-        native_url = ""
-    native = _native(engine, native_url)
-    conn = connect(autocommit=True)
-    try:
-        for sql in (TABLE, ROWS):
-            conn.cursor().execute(sql)
-            assert native.execute(sql, (), write=True).kind == "count", sql
-        yield conn, native
-    finally:
-        native.close()
+    yield from native_pair(engine, connect, request, (TABLE, ROWS), "errors")
 
 
 def _native_error(native: Native, sql: str) -> BaseException | None:
