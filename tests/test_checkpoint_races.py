@@ -22,6 +22,7 @@ import threading
 from typing import Callable
 
 import tique
+from checkpoint_round import round_in_thread
 from tique.checkpoint import Checkpointer, PausePoint, checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -66,25 +67,14 @@ def test_delivery_open_across_a_checkpoint_never_redelivers(engine: str, connect
     delivered = [_deliver(second, 1, 2)]  # its engine transaction is open from here on
     checkpointer = Checkpointer(setup.backend)
     checkpointer.pause = pause = PausePoint("new_order", "insert_storage", timeout=WAIT)
-    failures: list[BaseException] = []
-
-    def checkpoint_once() -> None:
+    with round_in_thread(checkpointer, WAIT) as failures:
         try:
-            checkpointer.run_once()
-        except BaseException as error:  # surfaced below
-            failures.append(error)
-
-    thread = threading.Thread(target=checkpoint_once, name="paused-checkpoint")
-    thread.start()
-    try:
-        assert pause.reached.wait(WAIT) or failures, "the checkpoint never reached the end of insert_storage"
-        assert not failures, failures
-        delivered.append(_deliver(second, 2, 2))
-    finally:
-        pause.resume.set()
-        thread.join(WAIT)
+            assert pause.reached.wait(WAIT) or failures, "the checkpoint never reached the end of insert_storage"
+            assert not failures, failures
+            delivered.append(_deliver(second, 2, 2))
+        finally:
+            pause.resume.set()
     checkpointer.close()
-    assert not thread.is_alive(), "the checkpoint did not finish after it was resumed"
     assert not failures, failures
     # The invariant: on MonetDB, where an open engine transaction may lose purged cache
     # rows, the first Delivery's tombstones stay in the cache while `second`, begun

@@ -17,12 +17,12 @@ what point reads see then.
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import Callable, Iterator
 
 import pytest
 
 import tique
+from checkpoint_round import round_in_thread
 from tique.checkpoint import TABLE_STEPS, Checkpointer, PausePoint, checkpoint
 
 pytestmark = pytest.mark.parametrize("engine", ["monetdb"], indirect=True)
@@ -68,33 +68,24 @@ def paused_checkpoint(conn: tique.Connection, after: str, writer: tique.Connecti
     checkpointer = Checkpointer(conn.backend)
     first = "insert_storage" if writer is not None and after == "purge_cache" else after
     checkpointer.pause = pause = PausePoint("district", first, timeout=WAIT)
-    failures: list[BaseException] = []
-
-    def checkpoint_once() -> None:
-        try:
-            checkpointer.run_once()
-        except BaseException as error:  # surfaced below
-            failures.append(error)
-
-    thread = threading.Thread(target=checkpoint_once, name="paused-checkpoint")
-    thread.start()
     try:
-        if first != after:
-            assert pause.reached.wait(WAIT) or failures, f"the checkpoint never reached the end of {first}"
-            assert writer is not None and not failures, failures
-            writer.rollback()
-            checkpointer.pause = held = PausePoint("district", after, timeout=WAIT)
-            pause.resume.set()
-            pause = held
-        reached = pause.reached.wait(WAIT)
-        assert reached or failures, f"the checkpoint never reached the end of {after}"
-        assert not failures, failures
-        yield
+        with round_in_thread(checkpointer, WAIT) as failures:
+            try:
+                if first != after:
+                    assert pause.reached.wait(WAIT) or failures, f"the checkpoint never reached the end of {first}"
+                    assert writer is not None and not failures, failures
+                    writer.rollback()
+                    checkpointer.pause = held = PausePoint("district", after, timeout=WAIT)
+                    pause.resume.set()
+                    pause = held
+                reached = pause.reached.wait(WAIT)
+                assert reached or failures, f"the checkpoint never reached the end of {after}"
+                assert not failures, failures
+                yield
+            finally:
+                pause.resume.set()
     finally:
-        pause.resume.set()
-        thread.join(WAIT)
         checkpointer.close()
-    assert not thread.is_alive(), "the checkpoint did not finish after it was resumed"
     assert not failures, failures
 
 

@@ -1,0 +1,30 @@
+"""One checkpoint round run in a thread of its own while a test holds it at a pause point."""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+from tique.checkpoint import Checkpointer
+
+
+@contextlib.contextmanager
+def round_in_thread(checkpointer: Checkpointer, wait: float) -> Iterator[list[BaseException]]:
+    """Starts one round of `checkpointer` in a thread and yields the list its failure lands
+    in. The body must resume every pause point it waited at (in a finally); the thread is
+    then joined, within `wait` seconds, and must have finished."""
+    failures: list[BaseException] = []
+
+    def once() -> None:
+        try:
+            checkpointer.run_once()
+        except BaseException as error:  # surfaced by the test
+            failures.append(error)
+
+    thread = threading.Thread(target=once, name="paused-checkpoint")
+    thread.start()
+    try:
+        yield failures
+    finally:
+        thread.join(wait)
+    assert not thread.is_alive(), "the checkpoint did not finish after it was resumed"
