@@ -124,7 +124,10 @@ def test_stale_snapshot_is_caught(open_sut: Callable[..., System], tmp_path: Pat
                            workload=WorkloadConfig(key_count=3, seed=2))
     assert not verdict.valid
     assert {"internal", "G-single"} <= set(verdict.anomaly_counts), verdict.anomaly_counts
-    assert set(verdict.anomaly_counts) <= {"internal", "G0", "G1c", "G-single", "G-nonadjacent"}
+    # The skewed reads may also close a cycle through a client's own order (the process
+    # variants); what the fault must never let through is a lost update.
+    assert set(verdict.anomaly_counts) <= {"internal", "G0", "G1c", "G-single", "G-nonadjacent",
+                                           "G-single-process", "G-nonadjacent-process"}
     assert result.final.ok  # certification still stops lost updates
 
 
