@@ -24,6 +24,13 @@ def rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[t
     return cur.fetchall()
 
 
+def run_for_rows(conn: tique.Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    """Executes any statement; returns its rows, or [] for one without a result."""
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    return cur.fetchall() if cur.description else []
+
+
 # -- the engine's catalog ------------------------------------------------------------------
 # MonetDB has no information_schema; its sys.* tables say the same, and every MonetDB test
 # has a schema of its own on a shared server, so lookups there stay inside current_schema.

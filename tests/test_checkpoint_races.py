@@ -23,18 +23,13 @@ from typing import Callable
 
 import tique
 from checkpoint_round import round_in_thread
+from sqlhelp import run_for_rows as run
 from tique.checkpoint import Checkpointer, PausePoint, checkpoint
 
 Connect = Callable[..., tique.Connection]
 WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
 DISTRICTS = 4
 OLDEST = "SELECT MIN(o) FROM new_order WHERE w = ? AND d = ?"
-
-
-def run(conn: tique.Connection, sql: str, params: tuple = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall() if cur.description else []
 
 
 def _orders(connect: Connect) -> tique.Connection:

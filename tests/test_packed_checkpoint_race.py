@@ -23,6 +23,7 @@ import pytest
 
 import tique
 from checkpoint_round import round_in_thread
+from sqlhelp import run_for_rows as run
 from tique.checkpoint import TABLE_STEPS, Checkpointer, PausePoint, checkpoint
 
 pytestmark = pytest.mark.parametrize("engine", ["monetdb"], indirect=True)
@@ -30,12 +31,6 @@ pytestmark = pytest.mark.parametrize("engine", ["monetdb"], indirect=True)
 Connect = Callable[..., tique.Connection]
 READ = "SELECT next_o FROM district WHERE w = ? AND d = ?"
 WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
-
-
-def run(conn: tique.Connection, sql: str, params: tuple = ()) -> list[tuple]:
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    return cur.fetchall() if cur.description else []
 
 
 def _districts(connect: Connect) -> tique.Connection:
