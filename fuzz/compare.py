@@ -9,6 +9,8 @@ import math
 from decimal import Decimal
 from typing import Any, Sequence
 
+import sqlglot
+
 from fuzz.engines import Outcome
 
 REL_TOL = 1e-9
@@ -44,6 +46,18 @@ def same_value(a: Any, b: Any, *, typed: bool = True) -> bool:
             return math.isnan(fa) and math.isnan(fb)
         return math.isclose(fa, fb, rel_tol=REL_TOL, abs_tol=1e-12)
     return bool(a == b)
+
+
+def ordered_outermost(query: str) -> bool:
+    """Whether the statement's own ORDER BY fixes its rows' order; an ORDER BY inside a window
+    or a subquery does not (the engine may return those rows in any order)."""
+    shape = query.replace("?", "NULL")  # sqlglot reads no `?::TYPE`; the markers do not matter here
+    for dialect in ("duckdb", "postgres"):  # the queries are written for one engine or both
+        try:
+            return sqlglot.parse_one(shape, read=dialect).args.get("order") is not None
+        except sqlglot.ParseError:
+            continue
+    raise AssertionError(f"unparsable test query: {query}")
 
 
 def same_rows(a: Sequence[Sequence[Any]], b: Sequence[Sequence[Any]], *, ordered: bool = False, typed: bool = True) -> bool:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
-import sqlglot
 
 import tique
-from fuzz.compare import same_rows
+from fuzz.compare import ordered_outermost, same_rows
 from fuzz.engines import Native, Outcome, run_tique
 from native_pair import native_pair
 
@@ -24,18 +23,6 @@ ROWS = [
     "INSERT INTO t VALUES (1, 10, 1.5, 'ab', DATE '2024-01-02'), (2, NULL, -2.25, 'Cd', NULL), (3, 3, 0.5, NULL, DATE '2023-05-06')",
     "INSERT INTO u VALUES (1, 7), (3, NULL), (4, 2)",
 ]
-
-def ordered_outermost(query: str) -> bool:
-    """Whether the statement's own ORDER BY fixes its rows' order; an ORDER BY inside a window
-    or a subquery does not (the engine may return those rows in any order)."""
-    shape = query.replace("?", "NULL")  # sqlglot reads no `?::TYPE`; the markers do not matter here
-    for dialect in ("duckdb", "postgres"):  # the queries are written for one engine or both
-        try:
-            return sqlglot.parse_one(shape, read=dialect).args.get("order") is not None
-        except sqlglot.ParseError:
-            continue
-    raise AssertionError(f"unparsable test query: {query}")
-
 
 # (query, parameters); `?` markers, as the application writes them
 PORTABLE: list[tuple[str, tuple]] = [
