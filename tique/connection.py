@@ -846,18 +846,10 @@ class Connection:
             return plan.statement
         since = txn.engine_epoch if txn.engine_open else None
         clean = state.clean(since=since).intersection(plan.tables) - txn.written
-        points = read_keys(self._backend.shared_plans, plan.statement.sql, plan.source, self._snapshot,
-                           self._backend.dialect, params)
+        points = read_keys(self._backend.shared_plans, (sql, self.snapshot_formulation, self.static_tables, self._catalog_key),
+                           plan.source, self._snapshot, self._backend.dialect, params)
         clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
-        clean = frozenset(clean)
-        if not clean:
-            return plan.statement
-        found = plan.variants.get(clean)
-        if found is None:
-            context = passes.PassContext(self._snapshot, self._backend.dialect, self.snapshot_formulation, self._backend.key_hash,
-                                         sql, lateral=self._backend.lateral_point_reads, clean=clean)
-            found = plan.variants[clean] = self._backend.compile(passes.run(passes.STORAGE_READ, plan.source.copy(), context), owned=True)
-        return found
+        return plan.variant(frozenset(clean))
 
     def _read_at_statement_snapshot(self, plan: ReadPlan, sql: str) -> Compiled:
         """READ COMMITTED: the read with the oracle's newest snapshot computed in its own

@@ -40,18 +40,51 @@ class NativePlan:
     params: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReadPlan:
-    """Reads tique tables at the transaction's snapshot (may write a native table)."""
-    statement: Compiled
+    """Reads tique tables at the transaction's snapshot (may write a native table).
+
+    Its statements are made on first use, each once: the read through every table's
+    snapshot (`statement`), and on DuckDB the variants that read the tables whose caches
+    hold nothing from storage directly (`variant`, tique/cache_state.py). Where every
+    table a read names is clean, as for analytics once the checkpointer has caught up,
+    the snapshot read is never made: rewriting a query's tables into snapshots costs
+    four to five times as much sqlglot as the rest of its planning."""
     params: int
     tables: tuple[str, ...]
     analytic: bool = False  # some table is read by the scan formulation
     # The statement before its tables were swapped for snapshots, for the variants that
     # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
     source: exp.Expression | None = None
+    # Compiled statements by the set of tables read from storage directly (the empty set:
+    # the snapshot read); other keys name other variants (READ COMMITTED's, connection.py).
     variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
     reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of it (tique/read_sets.py)
+    build: Callable[[frozenset[str]], Compiled] | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def statement(self) -> Compiled:
+        """The read through every table's snapshot."""
+        return self.variant(frozenset())
+
+    def variant(self, clean: frozenset[str]) -> Compiled:
+        """The read with the tables in `clean` read from storage directly. Plans are
+        shared by connections: two that make a variant at once make equal ones."""
+        found = self.variants.get(clean)
+        if found is None:
+            assert self.build is not None, "a plan without a source has its statement made when planned"
+            found = self.variants[clean] = self.build(clean)
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        """What the plan says: its statement and what it records."""
+        if not isinstance(other, ReadPlan):
+            return NotImplemented
+        return ((self.statement, self.params, self.tables, self.analytic, self.reads)
+                == (other.statement, other.params, other.tables, other.analytic, other.reads))
+
+    def __hash__(self) -> int:
+        return hash((self.params, self.tables, self.analytic))
 
 
 @dataclass(frozen=True)
@@ -422,7 +455,23 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
     # Kept where reads have variants: DuckDB's storage reads, PostgreSQL's READ COMMITTED reads.
     source = tree.copy() if backend.cache_state is not None or backend.statement_snapshot_expression() is not None else None
     reads = query_shape(tree, context.catalog, backend.dialect)
-    return ReadPlan(backend.compile(passes.run(passes.READ, tree, context), owned=True), params, names, analytic, source, reads=reads)
+    if source is None:
+        statement = backend.compile(passes.run(passes.READ, tree, context), owned=True)
+        return ReadPlan(params, names, analytic, reads=reads, variants={frozenset(): statement})
+
+    def build(clean: frozenset[str]) -> Compiled:
+        assert source is not None
+        try:
+            if not clean:
+                return backend.compile(passes.run(passes.READ, source.copy(), context), owned=True)
+            return backend.compile(passes.run(passes.STORAGE_READ, source.copy(), dataclasses.replace(context, clean=clean)), owned=True)
+        except UnsupportedError as error:
+            raise NotSupportedError(describe(context.statement, f"not supported through tique: {error}")) from None
+
+    plan = ReadPlan(params, names, analytic, source, reads=reads, build=build)
+    if backend.cache_state is None:
+        plan.variant(frozenset())  # no storage variants here: the snapshot read is what every execution runs
+    return plan
 
 
 def refuse_what_the_engine_rejects(tree: exp.Expression, dialect: str, sql: str) -> None:

@@ -10,7 +10,7 @@ it is never taken for a key here).
 """
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Hashable, Union
 
 from sqlglot import exp
 
@@ -174,9 +174,10 @@ def _reads_target_only(tree: exp.Expression, catalog: CatalogSnapshot) -> bool:
     return all(ref is target for ref, _ in referenced_tables(tree, catalog))
 
 
-def read_keys(memo: Any, statement: str, source: exp.Expression, catalog: CatalogSnapshot, dialect: str,
+def read_keys(memo: Any, statement: Hashable, source: exp.Expression, catalog: CatalogSnapshot, dialect: str,
               params: tuple | list) -> dict[str, Key]:
-    """For each table the read pins to one key (read_points), that key with `params`."""
+    """For each table the read pins to one key (read_points), that key with `params`;
+    `statement` names the plan (the key it is shared under), whose points are kept."""
     memo_key = ("read keys", statement)
     points = memo.get(memo_key)
     if points is None:
