@@ -23,6 +23,16 @@ SPELLINGS = [
     "SELECT COUNT(DISTINCT s.s_i_id) FROM order_line AS c JOIN stock AS s ON s.s_i_id = c.ol_i_id "
     "WHERE c.ol_w_id = ? AND c.ol_d_id = ? AND c.ol_o_id < ? AND c.ol_o_id >= ? AND s.s_w_id = ? AND s.s_quantity < ?",
 ]
+# Written with the pinned table first: read in the other order (lateral.narrow_side_first).
+STOCK_FIRST = [
+    "SELECT COUNT(DISTINCT s_i_id) FROM stock JOIN order_line ON s_i_id = ol_i_id "
+    "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? AND s_w_id = ? AND s_quantity < ?",
+    "SELECT COUNT(DISTINCT st.s_i_id) FROM stock AS st, order_line AS ol WHERE st.s_i_id = ol.ol_i_id "
+    "AND ol.ol_w_id = ? AND ol.ol_d_id = ? AND ol.ol_o_id < ? AND ol.ol_o_id >= ? AND st.s_w_id = ? AND st.s_quantity < ?",
+    "SELECT COUNT(DISTINCT s_i_id) FROM stock CROSS JOIN order_line "
+    "WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? AND s_w_id = ? AND s_quantity < ? AND s_i_id = ol_i_id",
+]
+SPELLINGS += STOCK_FIRST
 PARAMS = (1, 1, 30, 10, 1, 50)
 
 
@@ -71,6 +81,13 @@ def test_lateral_reads_mean_what_the_join_means(connect) -> None:  # type: ignor
     for sql in SPELLINGS:
         c.execute(sql, PARAMS)
         assert c.fetchall() == [(_expected(stock, lines),)], sql
+    # A star lists the columns in FROM order as written, whatever order the join is read in.
+    c.execute("SELECT * FROM stock JOIN order_line ON s_i_id = ol_i_id WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ? "
+              "AND s_w_id = ? ORDER BY ol_number", (1, 1, 15, 1))
+    assert [d[0] for d in c.description] == ["s_w_id", "s_i_id", "s_quantity", "ol_w_id", "ol_d_id", "ol_o_id", "ol_number", "ol_i_id"]
+    rows = c.fetchall()
+    assert rows == [(1, i, stock[(1, i)], 1, 1, 15, n, i) for (lw, ld, o, n, i) in sorted(lines, key=lambda line: line[3])
+                    if (lw, ld, o) == (1, 1, 15) and (1, i) in stock]
     conn.rollback()
 
 
@@ -103,6 +120,29 @@ def test_stock_level_probes_the_stock_key_index_on_postgres(connect, url) -> Non
     conn.close()
     assert "Nested Loop" in explained
     assert "Index Cond: ((s_w_id = " in explained and "stock_storage_pkey" in explained, explained
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_stock_written_first_is_read_after_its_narrow_side_on_postgres(connect, url) -> None:  # type: ignore[no-untyped-def]
+    """`FROM stock JOIN order_line` reads order_line first and stock laterally through its
+    key index, as the other order does; where the order matters (a star, an outer join)
+    the statement keeps it and stock its ordinary snapshot."""
+    cur = connect(autocommit=True).cursor()
+    _schema(cur)
+    for sql in STOCK_FIRST:
+        plan = _plan(url, sql)
+        assert "LATERAL" in plan.statement.sql and not plan.analytic, sql
+        assert plan.statement.sql.index("order_line_storage") < plan.statement.sql.index("stock_storage"), sql
+    kept = [
+        "SELECT * FROM stock JOIN order_line ON s_i_id = ol_i_id WHERE ol_w_id = ? AND ol_d_id = ? AND s_w_id = ?",
+        "SELECT stock.*, ol_o_id FROM stock JOIN order_line ON s_i_id = ol_i_id WHERE ol_w_id = ? AND ol_d_id = ? AND s_w_id = ?",
+        "SELECT COUNT(*) FROM stock LEFT JOIN order_line ON s_i_id = ol_i_id AND ol_w_id = ? AND ol_d_id = ? WHERE s_w_id = ?",
+        "SELECT COUNT(*) FROM stock JOIN order_line ON s_i_id = ol_i_id WHERE ol_w_id = ? AND s_w_id = ?",  # not narrow
+    ]
+    for sql in kept:
+        plan = _plan(url, sql)
+        assert "LATERAL" not in plan.statement.sql, sql
+        assert plan.statement.sql.index("stock_storage") < plan.statement.sql.index("order_line_storage"), sql
 
 
 @pytest.mark.parametrize("engine", ["postgres"])

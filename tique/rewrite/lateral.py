@@ -149,3 +149,46 @@ def lateral_key_values(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot
     if not outer or set(pinned) != set(table.key):
         return None
     return pinned
+
+
+def _has_star_output(select: exp.Select) -> bool:
+    """Whether the SELECT list expands a star (`*`, `t.*`), whose columns come in FROM order."""
+    return any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)) for e in select.expressions)
+
+
+def narrow_side_first(select: exp.Select, catalog: CatalogSnapshot) -> bool:
+    """`FROM t JOIN n ON ...`, where n is narrow (see `_narrow`) and pins t's whole key,
+    becomes `FROM n JOIN t ON ...`, so that t, now after n, is read laterally through its
+    key index (TPC-C's Stock-Level written stock first: 29 ms against native's 0.4 ms,
+    from ranking the whole stock snapshot). Only when the two swapped items are inner- or
+    cross-joined, nothing else in the FROM clause is an outer, NATURAL, USING or lateral
+    join (their meaning or scope depends on the order), and no star expands the items'
+    columns (whose order is FROM order): an inner join's rows are the same in either
+    order, its ON stays with the same join, and every column it names still precedes it.
+    Returns whether it swapped."""
+    from_ = select.args.get("from") or select.args.get("from_")
+    joins = select.args.get("joins") or []
+    if from_ is None or not joins or select.args.get("laterals") or _has_star_output(select):
+        return False
+    first, join = from_.this, joins[0]
+    if not isinstance(first, exp.Table) or first.args.get("db") or any(first.args.get(a) for a in ("joins", "laterals", "pivots")):
+        return False
+    table = catalog.table(normalize(first.name))
+    if table is None or (first.args.get("alias") and first.args["alias"].columns):
+        return False
+    if any(j.side or j.args.get("method") or j.args.get("using") or j.kind not in ("", "INNER", "CROSS") or isinstance(j.this, exp.Lateral)
+           for j in joins):
+        return False
+    narrow = join.this
+    if not isinstance(narrow, exp.Table) or any(narrow.args.get(a) for a in ("joins", "laterals", "pivots")):
+        return False
+    conditions = [*_conjuncts(join.args.get("on")), *_conjuncts(select.args.get("where"))]
+    if _narrow(first, catalog, conditions) or not _narrow(narrow, catalog, conditions):
+        return False
+    from_.set("this", narrow)
+    join.set("this", first)
+    if lateral_key_values(table, first, catalog) is not None:
+        return True
+    from_.set("this", first)  # not read laterally after all: the statement keeps its order
+    join.set("this", narrow)
+    return False

@@ -8,8 +8,9 @@ in one place which passes run, in which order:
 - PREPARE, on every statement the planner rewrites (after parsing, numbering the
   parameter markers and the DDL cases): the statement as tique reads it, its views
   expanded, its tique tables aliased as written, its unaliased output columns named as
-  the engine names them (DuckDB), DuckDB's rowid exposed, and refused if
-  the engine would reject it;
+  the engine names them (DuckDB), DuckDB's rowid exposed, refused if the engine would
+  reject it, and (where the engine reads laterally) an inner join's narrow side put
+  before the table it pins;
 - READ, on a read of tique tables after PREPARE: its tables become their snapshots, and
   on MonetDB a scan snapshot beside other relations in an inner join is fenced;
 - QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
@@ -32,6 +33,7 @@ from sqlglot import exp
 from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
+from tique.rewrite.lateral import narrow_side_first
 from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
@@ -145,6 +147,17 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
     return tree
 
 
+def narrow_side_first_for_lateral(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """Where the engine reads join-pinned tables laterally: an inner join written with the
+    pinned tique table first and its narrow partner second is read in the other order,
+    so the pinned table comes after its partner and is read through its key index
+    (tique/rewrite/lateral.py, narrow_side_first)."""
+    if context.lateral and isinstance(tree, _STATEMENTS):
+        for select in list(tree.find_all(exp.Select)):
+            narrow_side_first(select, context.catalog)
+    return tree
+
+
 def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each tique table reference becomes its snapshot subquery (tique/rewrite/reads.py),
     read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py)."""
@@ -164,7 +177,8 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
     return read_storage(tree, context.catalog, context.clean)
 
 
-PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects)
+PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects,
+                              narrow_side_first_for_lateral)
 READ: tuple[Pass, ...] = (replace_tables_with_snapshots, fence_snapshots_in_joins)
 STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots, fence_snapshots_in_joins)
 QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
