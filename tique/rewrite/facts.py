@@ -6,6 +6,8 @@ which copies of the tree keep, and never reach the generated SQL.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from sqlglot import exp
 
 # On an INSERT of tique's own (into a cache, a storage table or a tq_ log) whose rows
@@ -39,3 +41,15 @@ def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:
 def snapshot_of(node: exp.Expression) -> str | None:
     """The storage table of the table whose snapshot `node` is; None for other nodes."""
     return node.meta.get(_SNAPSHOT_OF) if isinstance(node, exp.Subquery) and node._meta else None
+
+
+def find_outside_snapshots(tree: exp.Expression, *types: type) -> Iterator[exp.Expression]:
+    """`tree.find_all(*types)`, in its order, but not looking inside snapshot subqueries
+    (a marked snapshot itself is still found). They are most of a rewritten read, and
+    none holds what the callers look for: a snapshot is the rewriter's template for its
+    table, filtered by key values that are columns, parameters and numbers, and fenced
+    by comparisons copied from the statement, so it holds no other snapshot, no star, no
+    VALUES and no derived table with joins hanging on it."""
+    for node in tree.walk(prune=lambda n: isinstance(n, exp.Subquery) and snapshot_of(n) is not None):
+        if isinstance(node, types):
+            yield node
