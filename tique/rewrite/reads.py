@@ -327,7 +327,7 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         if key_values is not None:
             query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
-            ref.replace(exp.Lateral(this=exp.Subquery(this=query), alias=alias.copy()))
+            ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())

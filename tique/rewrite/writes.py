@@ -512,7 +512,7 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref.alias_or_name)
     point = pinned_key(table, tree.args.get("where"), ref.alias_or_name) if formulation is Formulation.RANK else None
-    snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias)))
+    snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias))))
     select = exp.select().from_(snap)
     for source in _sources(tree):
         source = source.copy()
