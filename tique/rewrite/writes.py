@@ -380,10 +380,11 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
     (a level up, so each value, a nextval() default or a random() included, is computed
     once), typed as their columns as the engine would store them. `once` keeps one row
     per target row (UPDATE ... FROM), where the target's alias is still in scope."""
+    # `source` is the caller's to give: built for this row and never read again.
     if not table.generated_columns:
-        row = source.select(*[values[c] for c in table.physical_columns])
+        row = source.select(*[values[c] for c in table.physical_columns], copy=False)
         return once(row) if once is not None else row
-    inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values])
+    inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values], copy=False)
     if once is not None:
         inner = once(inner)
     projections = []
@@ -501,7 +502,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
         values[ROWID] = _rowid_default(table)
     if table.packed:
         values[PACKED] = packed_key(table, [_key_value(values, k, statement) for k in table.key])
-    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False))
+    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False), copy=False)
     return WritePlan(table, (cache_insert(table, select),), not table.hidden_rowid, written_keys, repeat)
 
 
@@ -520,12 +521,12 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
         # they follow it as written, each side read at the snapshot.
         attached = source.args.get("joins") or []
         source.set("joins", None)
-        select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross")
+        select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross", copy=False)
         for join in attached:
             select.append("joins", replace_tables(join, catalog, formulation, key_hash, dialect=dialect))
     where = tree.args.get("where")
     if where is not None:
-        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect))
+        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect), copy=False)
     return select, alias
 
 
@@ -547,7 +548,7 @@ def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select
     per matching combination of source rows; natively the row is updated (with values
     from an arbitrary one of them) or deleted once. Versions are numbered per row (its
     key, or hidden row id) and only the first is kept."""
-    inner = select.copy()
+    inner = select  # the caller's to give, built for this
     # Named outputs keep their names (a level above may read them by name).
     names = [e.alias if isinstance(e, exp.Alias) else f"tq_c{i}" for i, e in enumerate(inner.expressions)]
     inner.set("expressions", [exp.alias_(e, quoted(n)) for e, n in zip(inner.expressions, names)])
@@ -555,7 +556,7 @@ def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select
     inner.select(exp.alias_(number, quoted("tq_match")), copy=False)
     return (exp.select(*[column(n, "tq_once") for n in names])
             .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=quoted("tq_once"))))
-            .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1))))
+            .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1)), copy=False))
 
 
 def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -588,10 +589,10 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     once: Callable[[exp.Select], exp.Select] | None = (lambda select: _once_per_row(select, table, alias)) if _sources(tree) else None
     inserts: list[exp.Expression] = []
     if moves_key:
-        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True))
+        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True), copy=False)
         inserts.append(cache_insert(table, once(tombstones) if once else tombstones))
     row = _physical_row(table, new_values, source, dialect, once)
-    inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False))))
+    inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False), copy=False)))
     return WritePlan(table, tuple(inserts), moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
@@ -600,7 +601,7 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, 
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect)
-    select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True))
+    select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True), copy=False)
     if _sources(tree):
         select = _once_per_row(select, table, alias)
     return WritePlan(table, (cache_insert(table, select),), False, assigned=frozenset())
