@@ -74,7 +74,10 @@ def quoted(name: str) -> exp.Identifier:
 
 
 def column(name: str, qualifier: str | None = None) -> exp.Column:
-    return exp.Column(this=quoted(name), table=quoted(qualifier) if qualifier else None)
+    if not isinstance(name, str) or not isinstance(qualifier, (str, type(None))):
+        return exp.Column(this=quoted(name), table=quoted(qualifier) if qualifier else None)
+    # The identifiers built directly (as exp.to_identifier builds them, quoted): templates make thousands.
+    return exp.Column(this=exp.Identifier(this=name, quoted=True), table=exp.Identifier(this=qualifier, quoted=True) if qualifier else None)
 
 
 def _qualifier(call: exp.Anonymous, i: int = 0) -> str | None:
@@ -113,16 +116,21 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
 
 def _splice(tree: exp.Expression, markers: tuple[str, ...], items_for: Callable[[str, exp.Anonymous], list]) -> None:
     """Replaces each of `markers` standing in a list of `tree` by the items it stands for."""
-    for node in list(tree.walk()):
-        for key, value in list(node.args.items()):
-            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in markers for v in value):
-                out = []
-                for item in value:
-                    if isinstance(item, exp.Anonymous) and item.name.upper() in markers:
-                        out.extend(items_for(item.name.upper(), item))
-                    else:
-                        out.append(item)
-                node.set(key, out)
+    # The lists holding a marker, found from the markers (one search) rather than by
+    # looking through every list of every node.
+    lists: dict[tuple[int, str], tuple[exp.Expression, str]] = {}
+    for call in tree.find_all(exp.Anonymous):
+        holder, key = call.parent, call.arg_key
+        if holder is not None and key is not None and call.name.upper() in markers and isinstance(holder.args.get(key), list):
+            lists.setdefault((id(holder), key), (holder, key))
+    for node, key in lists.values():
+        out = []
+        for item in node.args[key]:
+            if isinstance(item, exp.Anonymous) and item.name.upper() in markers:
+                out.extend(items_for(item.name.upper(), item))
+            else:
+                out.append(item)
+        node.set(key, out)
 
 
 def expand_table(tree: exp.Expression, table: TableDef, key_hash: KeyHash) -> exp.Expression:

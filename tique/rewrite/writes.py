@@ -92,17 +92,18 @@ def undo(table: TableDef) -> exp.Expression:
 
 def _written_rows(table: TableDef, alias: str) -> exp.Select:
     return (
-        exp.select("*")
-        .from_(exp.Table(this=quoted(table.cache), alias=exp.TableAlias(this=quoted(alias))))
+        exp.select(exp.Star())
+        .from_(exp.Table(this=quoted(table.cache), alias=exp.TableAlias(this=quoted(alias))), copy=False)
         .where(exp.and_(
             exp.EQ(this=column("tq_txid", alias), expression=_param("tq_txid")),
             exp.EQ(this=column("tq_seq", alias), expression=_param("tq_seq_write", "INTEGER")),
-        ))
+            copy=False,
+        ), copy=False)
     )
 
 
 def _count(query: exp.Select) -> exp.Subquery:
-    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted")))))
+    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted"))), copy=False))
 
 
 # Where a written key value comes from: the application's n-th parameter (an int), a
@@ -199,10 +200,11 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
     so the keys already present are storage's."""
     if table.hidden_rowid:
         return None
-    grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-               .where(exp.not_(column("tq_deleted", "n")))
-               .group_by(*[column(k, "n") for k in table.key])
-               .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+    # Every builder below works in place (copy=False) on nodes built here for this query.
+    grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False, copy=False)
+               .where(exp.not_(column("tq_deleted", "n"), copy=False), copy=False)
+               .group_by(*[column(k, "n") for k in table.key], copy=False)
+               .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)), copy=False))
     duplicates = _count(grouped)
     before = snapshot(table, Formulation.STORAGE if from_storage else Formulation.RANK, key_hash, physical=True)
     for p in before.find_all(exp.Placeholder):
@@ -217,18 +219,18 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
             branch = ref.find_ancestor(exp.Select)
             assert branch is not None
             side = ref.alias_or_name
-            written = _written_rows(table, "w").select(exp.Literal.number(1), append=False).where(
-                exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key]))
+            written = _written_rows(table, "w").select(exp.Literal.number(1), append=False, copy=False).where(
+                exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key], copy=False), copy=False)
             narrowed = _range_filter(table, side, bounds, ref.name == table.storage, dialect or "") if bounds else None
             if narrowed is not None:
                 branch.where(narrowed, copy=False)
             branch.where(exp.Exists(this=written), copy=False)
     present = exp.Exists(this=exp.select(exp.Literal.number(1))
-                         .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
-                         .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))
-    existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-                      .where(exp.not_(column("tq_deleted", "n"))).where(present))
-    return exp.select(exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"))
+                         .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))), copy=False)
+                         .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key], copy=False), copy=False))
+    existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False, copy=False)
+                      .where(exp.not_(column("tq_deleted", "n"), copy=False), copy=False).where(present, copy=False))
+    return exp.select(exp.alias_(duplicates, "duplicate_keys", copy=False), exp.alias_(existing, "existing_keys", copy=False))
 
 
 def _placeholder_index(node: exp.Placeholder) -> int | None:
