@@ -80,7 +80,7 @@ def _tables(backend: Backend) -> dict[str, TableDef]:
 
 def cold() -> None:
     """Forgets what planning keeps per process, as a fresh process starts."""
-    for cached in (templates._parsed, templates._expanded, templates._table_expanded, templates.data_type, templates.template_text):
+    for cached in (templates._parsed, templates._column_lists, templates._table_expanded, templates.data_type, templates.template_text):
         cached.cache_clear()
 
 
