@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from tique import catalog
 from tique.backends.base import Backend
 from tique.catalog import CatalogSnapshot, TableDef, table_def_from_create
 from tique.planner import make_plan, parse_one
@@ -80,7 +81,8 @@ def _tables(backend: Backend) -> dict[str, TableDef]:
 
 def cold() -> None:
     """Forgets what planning keeps per process, as a fresh process starts."""
-    for cached in (templates._parsed, templates._expanded, templates._table_expanded, templates.data_type, templates.template_text):
+    for cached in (templates._parsed, templates._column_lists, templates._table_expanded, templates.data_type, templates.template_text,
+                   catalog._type_kind):
         cached.cache_clear()
 
 

@@ -130,14 +130,20 @@ def key_bits(table: TableDef, dialect: str) -> tuple[int, ...] | None:
     """The width of each key column when all are integers, else None."""
     widths = []
     for name in table.key:
-        try:
-            kind = exp.DataType.build(table.column(name).type_sql, dialect=dialect)
-        except Exception:
+        kind = _type_kind(table.column(name).type_sql, dialect)
+        if kind not in _INTEGER_BITS:
             return None
-        if kind.this not in _INTEGER_BITS:
-            return None
-        widths.append(_INTEGER_BITS[kind.this])
+        widths.append(_INTEGER_BITS[kind])
     return tuple(widths)
+
+
+@functools.lru_cache(maxsize=1024)
+def _type_kind(type_sql: str, dialect: str) -> exp.DataType.Type | None:
+    """The kind of a column type, parsed once per text (planning asks per table read); None if unreadable."""
+    try:
+        return exp.DataType.build(type_sql, dialect=dialect).this
+    except Exception:
+        return None
 
 
 def with_packed_key(table: TableDef, dialect: str) -> TableDef:

@@ -512,7 +512,7 @@ def _key_check(backend: Backend, write: WritePlan, from_storage: bool = False) -
         assert query is not None
         for i, (_, _, count) in enumerate(checks):
             query = query.select(exp.alias_(count, f"tq_violations_{i}"), copy=False)
-        return backend.compile(query)
+        return backend.compile(query, owned=True)
 
     check = _shared(backend, ("key check", table, ranged, write.checks_keys, violations, from_storage), build)
     if not ranged:
@@ -538,8 +538,8 @@ def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
         one_row = template if rows == 1 and width == params else None
     else:
-        inserts = tuple(backend.compile(i) for i in write.inserts)
+        inserts = tuple(backend.compile(i, owned=True) for i in write.inserts)  # the rewriter's, read no more
         one_row = None
     check, violations = _key_check(backend, write, from_storage)
     return dataclasses.replace(write, inserts=inserts, validation=check, params=params, violations=violations, rows=one_row, reads=reads,
-                               undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table))))
+                               undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table), owned=True)))

@@ -971,9 +971,9 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
         return None
     # The storage table itself where no star could expand to its own columns (tq_rowid):
     # a projection of it is a derived table, which shifts the numbers of some labels.
-    direct = tree.find(exp.Star) is None
+    direct = next(facts.find_outside_snapshots(tree, exp.Star), None) is None
     swaps: list[tuple[exp.Expression, exp.Expression]] = []
-    for node in tree.find_all(exp.Subquery):
+    for node in facts.find_outside_snapshots(tree, exp.Subquery):
         storage = facts.snapshot_of(node)
         if storage is None:
             continue
@@ -1005,10 +1005,10 @@ def _type_text_values(tree: exp.Expression) -> exp.Expression:
 
     Of several rows, the first one's values are scalar subqueries (see _first_row_apart).
     Returns `tree` itself when it has no such values, else a changed copy."""
-    if not any(v.alias == NEW for v in tree.find_all(exp.Values)):
+    if not any(v.alias == NEW for v in facts.find_outside_snapshots(tree, exp.Values)):
         return tree
     tree = tree.copy()
-    for values in tree.find_all(exp.Values):
+    for values in facts.find_outside_snapshots(tree, exp.Values):
         if values.alias != NEW:
             continue
         for row in values.expressions:
@@ -1045,10 +1045,10 @@ def _name_leading_derived_tables(tree: exp.Expression) -> exp.Expression:
         return (isinstance(node, exp.Subquery) and bool(node.args.get("joins")) and node.alias != ""
                 and isinstance(node.parent, exp.Subquery) and node.parent.this is node)
 
-    if not any(leading(n) for n in tree.find_all(exp.Subquery)):
+    if not any(leading(n) for n in facts.find_outside_snapshots(tree, exp.Subquery)):
         return tree
     tree = tree.copy()
-    for number, derived in enumerate([n for n in tree.find_all(exp.Subquery) if leading(n)]):
+    for number, derived in enumerate([n for n in facts.find_outside_snapshots(tree, exp.Subquery) if leading(n)]):
         owner = derived.parent.find_ancestor(exp.Select)
         if owner is None:
             continue

@@ -59,16 +59,19 @@ class MonetDB(Postgres):
             return super().anonymous_sql(expression)
 
         def datatype_sql(self, expression: exp.DataType) -> str:
+            # The kind compared directly: what is_type does for a bare kind, without building
+            # a DataType per kind asked (every cast of every statement comes through here).
+            kind = expression.this
             # MonetDB's VARCHAR must have a length; an unbounded one is TEXT (CLOB).
-            if expression.is_type(exp.DataType.Type.VARCHAR, exp.DataType.Type.NVARCHAR) and not expression.expressions:
+            if kind in (exp.DataType.Type.VARCHAR, exp.DataType.Type.NVARCHAR) and not expression.expressions:
                 return "TEXT"
-            if expression.is_type(exp.DataType.Type.VARBINARY):
+            if kind == exp.DataType.Type.VARBINARY:
                 return "BLOB"
-            if expression.is_type(exp.DataType.Type.INT128):
+            if kind == exp.DataType.Type.INT128:
                 return "HUGEINT"
-            if expression.is_type(exp.DataType.Type.TINYINT):  # PostgreSQL has none; MonetDB does
+            if kind == exp.DataType.Type.TINYINT:  # PostgreSQL has none; MonetDB does
                 return "TINYINT"
-            if expression.is_type(exp.DataType.Type.TIMETZ):
+            if kind == exp.DataType.Type.TIMETZ:
                 # MonetDB's TIMETZ keeps microseconds, TIME WITH TIME ZONE whole seconds.
                 digits = f"({self.expressions(expression, flat=True)})" if expression.expressions else ""
                 return f"TIME{digits} WITH TIME ZONE"

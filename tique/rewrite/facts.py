@@ -6,6 +6,9 @@ which copies of the tree keep, and never reach the generated SQL.
 """
 from __future__ import annotations
 
+from collections import deque
+from typing import Iterator
+
 from sqlglot import exp
 
 # On an INSERT of tique's own (into a cache, a storage table or a tq_ log) whose rows
@@ -15,6 +18,9 @@ _INTERNAL_INSERT_OF_QUERY = "tq_internal_insert_of_query"
 # On the subquery that stands for a tique table's snapshot (reads.replace_tables): the
 # name of the table's storage table.
 _SNAPSHOT_OF = "tq_snapshot_of"
+# On the other snapshot subqueries, which no storage swap applies to: the one an UPDATE or
+# DELETE reads its target from (writes._target_source), and a lateral read's.
+_OTHER_SNAPSHOT = "tq_other_snapshot"
 
 
 def internal_insert(insert: exp.Insert) -> exp.Insert:
@@ -39,3 +45,28 @@ def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:
 def snapshot_of(node: exp.Expression) -> str | None:
     """The storage table of the table whose snapshot `node` is; None for other nodes."""
     return node.meta.get(_SNAPSHOT_OF) if isinstance(node, exp.Subquery) and node._meta else None
+
+
+
+def other_snapshot(subquery: exp.Subquery) -> exp.Subquery:
+    """Records that `subquery` is a snapshot that no storage swap applies to (see
+    _OTHER_SNAPSHOT); returns it."""
+    subquery.meta[_OTHER_SNAPSHOT] = True
+    return subquery
+
+
+def find_outside_snapshots(tree: exp.Expression, *types: type) -> Iterator[exp.Expression]:
+    """`tree.find_all(*types)`, in its order, but not looking inside snapshot subqueries
+    (a snapshot itself is still found). They are most of a rewritten statement, and none
+    holds what the callers look for: a snapshot is the rewriter's template for its table,
+    filtered by key values that are columns, parameters and numbers, and fenced by
+    comparisons copied from the statement, so it holds no other snapshot, no star, no
+    VALUES and no derived table with joins hanging on it."""
+    queue = deque((tree,))
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, types):
+            yield node
+        if node._meta and isinstance(node, exp.Subquery) and (_SNAPSHOT_OF in node._meta or _OTHER_SNAPSHOT in node._meta):
+            continue
+        queue.extend(node.iter_expressions())

@@ -255,12 +255,21 @@ def _marking_generator(dialect: str) -> type:
 
 def holds_mark(tree: exp.Expression) -> bool:
     """Whether some text in `tree` (a name, a literal, a comment) holds the mark character."""
-    for node in tree.walk():
+    # Its own walk (any order will do): each node's args are read once, for its texts and
+    # its children, where tree.walk() would read them again to find the children.
+    stack = [tree]
+    while stack:
+        node = stack.pop()
         if node.comments and any(MARK in comment for comment in node.comments):
             return True
         for value in node.args.values():
-            if type(value) is str and MARK in value:
-                return True
+            if type(value) is str:
+                if MARK in value:
+                    return True
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, exp.Expression))
+            elif isinstance(value, exp.Expression):
+                stack.append(value)
     return False
 
 

@@ -176,7 +176,8 @@ def used_columns(tree: exp.Expression, refs: list[tuple[exp.Table, TableDef]], c
         found.update((id(t), None) for t in mine if t not in plain)
         if not plain:
             continue
-        named = {id(t): _names_of(columns, wanted[id(t)], schema, dialect) for t in plain}
+        spelled = _normalized(columns, dialect)  # once per query, not once per table
+        named = {id(t): _names_of(spelled, wanted[id(t)], schema) for t in plain}
         if len(tables) == 1 and not nested:
             # One scope reading one table: every column binds to it or to nothing, as
             # qualify_columns would find, without copying the query to qualify it.
@@ -220,12 +221,16 @@ def _shared(sets: list[set[str]]) -> bool:
     return False
 
 
-def _names_of(names: list[exp.Identifier], table: TableDef, schema: ColumnSchema, dialect: str) -> set[str]:
-    """The catalog names of `table`'s columns among `names` (of columns, and of USING),
-    each normalized as the dialect does."""
+def _normalized(names: list[exp.Identifier], dialect: str) -> set[str]:
+    """`names` (of columns, and of USING), each normalized as the dialect does."""
     engine = Dialect.get_or_raise(dialect)
+    return {engine.normalize_identifier(i.copy()).name for i in names}
+
+
+def _names_of(names: set[str], table: TableDef, schema: ColumnSchema) -> set[str]:
+    """The catalog names of `table`'s columns among `names`, normalized as the dialect does."""
     known = schema.names.get(table.name, {})
-    return {known[name] for name in (engine.normalize_identifier(i.copy()).name for i in names) if name in known}
+    return {known[name] for name in names if name in known}
 
 
 def _resolved_names(root: exp.Expression, tables: dict[int, TableDef], schema: ColumnSchema, dialect: str) -> dict[int, set[str] | None]:
@@ -327,7 +332,7 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
         alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
         if key_values is not None:
             query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
-            ref.replace(exp.Lateral(this=exp.Subquery(this=query), alias=alias.copy()))
+            ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
         subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())

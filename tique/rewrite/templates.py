@@ -74,7 +74,10 @@ def quoted(name: str) -> exp.Identifier:
 
 
 def column(name: str, qualifier: str | None = None) -> exp.Column:
-    return exp.Column(this=quoted(name), table=quoted(qualifier) if qualifier else None)
+    if not isinstance(name, str) or not isinstance(qualifier, (str, type(None))):
+        return exp.Column(this=quoted(name), table=quoted(qualifier) if qualifier else None)
+    # The identifiers built directly (as exp.to_identifier builds them, quoted): templates make thousands.
+    return exp.Column(this=exp.Identifier(this=name, quoted=True), table=exp.Identifier(this=qualifier, quoted=True) if qualifier else None)
 
 
 def _qualifier(call: exp.Anonymous, i: int = 0) -> str | None:
@@ -113,16 +116,21 @@ def expand(tree: exp.Expression, table: TableDef, columns: tuple[str, ...], key_
 
 def _splice(tree: exp.Expression, markers: tuple[str, ...], items_for: Callable[[str, exp.Anonymous], list]) -> None:
     """Replaces each of `markers` standing in a list of `tree` by the items it stands for."""
-    for node in list(tree.walk()):
-        for key, value in list(node.args.items()):
-            if isinstance(value, list) and any(isinstance(v, exp.Anonymous) and v.name.upper() in markers for v in value):
-                out = []
-                for item in value:
-                    if isinstance(item, exp.Anonymous) and item.name.upper() in markers:
-                        out.extend(items_for(item.name.upper(), item))
-                    else:
-                        out.append(item)
-                node.set(key, out)
+    # The lists holding a marker, found from the markers (one search) rather than by
+    # looking through every list of every node.
+    lists: dict[tuple[int, str], tuple[exp.Expression, str]] = {}
+    for call in tree.find_all(exp.Anonymous):
+        holder, key = call.parent, call.arg_key
+        if holder is not None and key is not None and call.name.upper() in markers and isinstance(holder.args.get(key), list):
+            lists.setdefault((id(holder), key), (holder, key))
+    for node, key in lists.values():
+        out = []
+        for item in node.args[key]:
+            if isinstance(item, exp.Anonymous) and item.name.upper() in markers:
+                out.extend(items_for(item.name.upper(), item))
+            else:
+                out.append(item)
+        node.set(key, out)
 
 
 def expand_table(tree: exp.Expression, table: TableDef, key_hash: KeyHash) -> exp.Expression:
@@ -158,15 +166,59 @@ def expand_columns(tree: exp.Expression, table: TableDef, columns: tuple[str, ..
 
 def table_template(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
                    carried: tuple[str, ...] | None = None) -> list[exp.Expression]:
-    return [t.copy() for t in _expanded(name, table, columns, key_hash, carried)]
+    """The template `name` expanded for `table` (see expand), projecting `columns`: a copy
+    of the table's expansion with its column lists filled in. The lists are reached by
+    the paths found once per table (_column_lists), not by a walk of each copy, and the
+    copy is the only one: statements over a table project many different columns, so a
+    cache per projection (copy in, copy out) costs more than it saves."""
+    lists = {"TQ_COLUMNS": columns, "TQ_ALL_COLUMNS": table.physical_columns if carried is None else carried}
+    found = []
+    for tree, holders in zip(_table_expanded(name, table, key_hash), _column_lists(name, table, key_hash)):
+        tree = tree.copy()
+        for path, key in holders:
+            node = tree
+            for step, index in path:
+                node = node.args[step] if index is None else node.args[step][index]
+            out = []
+            for item in node.args[key]:
+                upper = item.name.upper() if isinstance(item, exp.Anonymous) else None
+                if upper in lists:
+                    out.extend(column(c, _qualifier(item)) for c in lists[upper])
+                else:
+                    out.append(item)
+            node.set(key, out)
+        found.append(tree)
+    return found
 
 
-@functools.lru_cache(maxsize=1024)
-def _expanded(name: str, table: TableDef, columns: tuple[str, ...], key_hash: KeyHash,
-              carried: tuple[str, ...] | None) -> tuple[exp.Expression, ...]:
-    """Expanded once per table shape and projection: every statement over a table reads
-    the same few snapshots, and expanding one walks and rebuilds the whole template."""
-    return tuple(expand_columns(t.copy(), table, columns, carried) for t in _table_expanded(name, table, key_hash))
+TreePath = tuple[tuple[str, "int | None"], ...]  # (arg, index in it when a list) from the root
+
+
+@functools.lru_cache(maxsize=256)
+def _column_lists(name: str, table: TableDef, key_hash: KeyHash) -> tuple[tuple[tuple[TreePath, str], ...], ...]:
+    """For each tree of _table_expanded, where its column-list markers stand: the path to
+    each node holding a list with one and that list's arg, deepest first (filling a list
+    never moves what lies above it)."""
+    found = []
+    for tree in _table_expanded(name, table, key_hash):
+        holders: dict[tuple[int, str], tuple[TreePath, str]] = {}
+        for call in tree.find_all(exp.Anonymous):  # breadth first: shallowest first
+            holder, key = call.parent, call.arg_key
+            if holder is not None and key is not None and call.name.upper() in _COLUMN_LISTS and isinstance(holder.args.get(key), list):
+                holders.setdefault((id(holder), key), (_path(tree, holder), key))
+        found.append(tuple(reversed(holders.values())))
+    return tuple(found)
+
+
+def _path(root: exp.Expression, node: exp.Expression) -> TreePath:
+    steps: list[tuple[str, int | None]] = []
+    while node is not root:
+        parent = node.parent
+        assert parent is not None and node.arg_key is not None
+        value = parent.args[node.arg_key]
+        steps.append((node.arg_key, next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) else None))
+        node = parent
+    return tuple(reversed(steps))
 
 
 @functools.lru_cache(maxsize=256)

@@ -42,7 +42,7 @@ def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> ex
     """Wraps each scan snapshot (a UNION ALL marked by facts.snapshot) that shares an
     inner join with other relations in `SELECT its columns FROM (snapshot) AS tq_fenced
     [WHERE its own conjuncts] LIMIT 2^62`, keeping the snapshot's alias."""
-    for subquery in [s for s in tree.find_all(exp.Subquery) if facts.snapshot_of(s) is not None]:
+    for subquery in [s for s in facts.find_outside_snapshots(tree, exp.Subquery) if facts.snapshot_of(s) is not None]:
         select = _inner_join_select(subquery)
         if select is None or not isinstance(subquery.this, exp.Union):
             continue

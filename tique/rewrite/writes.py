@@ -92,17 +92,18 @@ def undo(table: TableDef) -> exp.Expression:
 
 def _written_rows(table: TableDef, alias: str) -> exp.Select:
     return (
-        exp.select("*")
-        .from_(exp.Table(this=quoted(table.cache), alias=exp.TableAlias(this=quoted(alias))))
+        exp.select(exp.Star())
+        .from_(exp.Table(this=quoted(table.cache), alias=exp.TableAlias(this=quoted(alias))), copy=False)
         .where(exp.and_(
             exp.EQ(this=column("tq_txid", alias), expression=_param("tq_txid")),
             exp.EQ(this=column("tq_seq", alias), expression=_param("tq_seq_write", "INTEGER")),
-        ))
+            copy=False,
+        ), copy=False)
     )
 
 
 def _count(query: exp.Select) -> exp.Subquery:
-    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted")))))
+    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=quoted("tq_counted"))), copy=False))
 
 
 # Where a written key value comes from: the application's n-th parameter (an int), a
@@ -199,10 +200,11 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
     so the keys already present are storage's."""
     if table.hidden_rowid:
         return None
-    grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-               .where(exp.not_(column("tq_deleted", "n")))
-               .group_by(*[column(k, "n") for k in table.key])
-               .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1))))
+    # Every builder below works in place (copy=False) on nodes built here for this query.
+    grouped = (_written_rows(table, "n").select(exp.Literal.number(1), append=False, copy=False)
+               .where(exp.not_(column("tq_deleted", "n"), copy=False), copy=False)
+               .group_by(*[column(k, "n") for k in table.key], copy=False)
+               .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)), copy=False))
     duplicates = _count(grouped)
     before = snapshot(table, Formulation.STORAGE if from_storage else Formulation.RANK, key_hash, physical=True)
     for p in before.find_all(exp.Placeholder):
@@ -217,18 +219,18 @@ def validation(table: TableDef, key_hash: KeyHash, dialect: str | None = None, r
             branch = ref.find_ancestor(exp.Select)
             assert branch is not None
             side = ref.alias_or_name
-            written = _written_rows(table, "w").select(exp.Literal.number(1), append=False).where(
-                exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key]))
+            written = _written_rows(table, "w").select(exp.Literal.number(1), append=False, copy=False).where(
+                exp.and_(*[exp.EQ(this=column(k, "w"), expression=column(k, side)) for k in table.match_key], copy=False), copy=False)
             narrowed = _range_filter(table, side, bounds, ref.name == table.storage, dialect or "") if bounds else None
             if narrowed is not None:
                 branch.where(narrowed, copy=False)
             branch.where(exp.Exists(this=written), copy=False)
     present = exp.Exists(this=exp.select(exp.Literal.number(1))
-                         .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))))
-                         .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key])))
-    existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False)
-                      .where(exp.not_(column("tq_deleted", "n"))).where(present))
-    return exp.select(exp.alias_(duplicates, "duplicate_keys"), exp.alias_(existing, "existing_keys"))
+                         .from_(exp.Subquery(this=before, alias=exp.TableAlias(this=quoted("s"))), copy=False)
+                         .where(exp.and_(*[exp.EQ(this=column(k, "s"), expression=column(k, "n")) for k in table.key], copy=False), copy=False))
+    existing = _count(_written_rows(table, "n").select(exp.Literal.number(1), append=False, copy=False)
+                      .where(exp.not_(column("tq_deleted", "n"), copy=False), copy=False).where(present, copy=False))
+    return exp.select(exp.alias_(duplicates, "duplicate_keys", copy=False), exp.alias_(existing, "existing_keys", copy=False))
 
 
 def _placeholder_index(node: exp.Placeholder) -> int | None:
@@ -380,10 +382,11 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
     (a level up, so each value, a nextval() default or a random() included, is computed
     once), typed as their columns as the engine would store them. `once` keeps one row
     per target row (UPDATE ... FROM), where the target's alias is still in scope."""
+    # `source` is the caller's to give: built for this row and never read again.
     if not table.generated_columns:
-        row = source.select(*[values[c] for c in table.physical_columns])
+        row = source.select(*[values[c] for c in table.physical_columns], copy=False)
         return once(row) if once is not None else row
-    inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values])
+    inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values], copy=False)
     if once is not None:
         inner = once(inner)
     projections = []
@@ -501,7 +504,7 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
         values[ROWID] = _rowid_default(table)
     if table.packed:
         values[PACKED] = packed_key(table, [_key_value(values, k, statement) for k in table.key])
-    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False))
+    select = _physical_row(table, values, exp.select().from_(derived), dialect).select(*metadata("tq_seq_write", False), copy=False)
     return WritePlan(table, (cache_insert(table, select),), not table.hidden_rowid, written_keys, repeat)
 
 
@@ -512,7 +515,7 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref.alias_or_name)
     point = pinned_key(table, tree.args.get("where"), ref.alias_or_name) if formulation is Formulation.RANK else None
-    snap = exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias)))
+    snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias))))
     select = exp.select().from_(snap)
     for source in _sources(tree):
         source = source.copy()
@@ -520,12 +523,12 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
         # they follow it as written, each side read at the snapshot.
         attached = source.args.get("joins") or []
         source.set("joins", None)
-        select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross")
+        select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross", copy=False)
         for join in attached:
             select.append("joins", replace_tables(join, catalog, formulation, key_hash, dialect=dialect))
     where = tree.args.get("where")
     if where is not None:
-        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect))
+        select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect), copy=False)
     return select, alias
 
 
@@ -547,7 +550,7 @@ def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select
     per matching combination of source rows; natively the row is updated (with values
     from an arbitrary one of them) or deleted once. Versions are numbered per row (its
     key, or hidden row id) and only the first is kept."""
-    inner = select.copy()
+    inner = select  # the caller's to give, built for this
     # Named outputs keep their names (a level above may read them by name).
     names = [e.alias if isinstance(e, exp.Alias) else f"tq_c{i}" for i, e in enumerate(inner.expressions)]
     inner.set("expressions", [exp.alias_(e, quoted(n)) for e, n in zip(inner.expressions, names)])
@@ -555,7 +558,7 @@ def _once_per_row(select: exp.Select, table: TableDef, alias: str) -> exp.Select
     inner.select(exp.alias_(number, quoted("tq_match")), copy=False)
     return (exp.select(*[column(n, "tq_once") for n in names])
             .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=quoted("tq_once"))))
-            .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1))))
+            .where(exp.EQ(this=column("tq_match", "tq_once"), expression=exp.Literal.number(1)), copy=False))
 
 
 def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -588,10 +591,10 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     once: Callable[[exp.Select], exp.Select] | None = (lambda select: _once_per_row(select, table, alias)) if _sources(tree) else None
     inserts: list[exp.Expression] = []
     if moves_key:
-        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True))
+        tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True), copy=False)
         inserts.append(cache_insert(table, once(tombstones) if once else tombstones))
     row = _physical_row(table, new_values, source, dialect, once)
-    inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False))))
+    inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False), copy=False)))
     return WritePlan(table, tuple(inserts), moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
 
 
@@ -600,7 +603,7 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, 
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"DELETE with {unsupported.upper()} is not supported on tique tables"))
     source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect)
-    select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True))
+    select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True), copy=False)
     if _sources(tree):
         select = _once_per_row(select, table, alias)
     return WritePlan(table, (cache_insert(table, select),), False, assigned=frozenset())
