@@ -29,7 +29,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, normalize
+from tique.catalog import CatalogSnapshot
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
 from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
@@ -84,7 +84,7 @@ def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
         for ref in nodes:
             if isinstance(ref, exp.CTE) or ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
                 continue
-            view = context.catalog.object(normalize(ref.name))
+            view = context.catalog.object(context.catalog.resolve(ref.this))
             if getattr(view, "kind", None) != "view":
                 continue
             if ctes is None:

@@ -79,9 +79,7 @@ def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tu
         if isinstance(ref, exp.CTE):
             named = True
             continue
-        if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
-            continue
-        table = catalog.table(normalize(ref.name))
+        table = catalog.table_of(ref)
         if table is not None:
             found.append((ref, table))
     if not named or not found:
@@ -324,7 +322,7 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
     found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral)) for ref, table in refs]
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
-        alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
+        alias = ref.args.get("alias") or exp.TableAlias(this=ref.this.copy())  # as written: "MixedT" stays itself
         if key_values is not None:
             query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
             ref.replace(exp.Lateral(this=exp.Subquery(this=query), alias=alias.copy()))
