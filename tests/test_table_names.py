@@ -42,6 +42,10 @@ TABLE_STATEMENTS: list[tuple[str, tuple]] = [
     ('DELETE FROM mixedt WHERE k = ?', (3,)),
     ('SELECT k, v FROM "MixedT" ORDER BY k', ()),
     ('SELECT k, v FROM mixedt ORDER BY k', ()),
+    ('CREATE TABLE "MixedC" AS SELECT k, v FROM "MixedT" WHERE k < ?', (3,)),
+    ('SELECT k, v FROM "MixedC" ORDER BY k', ()),
+    ('SELECT k, v FROM mixedc ORDER BY k', ()),  # no such table, except on DuckDB
+    ('DROP TABLE "MixedC"', ()),
     ('CREATE INDEX "MixedI" ON "MixedT" (v)', ()),
     ('CREATE INDEX mixedi ON mixedt (v)', ()),
     ('CREATE VIEW "MixedV" AS SELECT k, v FROM "MixedT" WHERE v > 10', ()),
@@ -188,3 +192,22 @@ def test_adopt_keeps_a_quoted_name(engine: str, connect: Any) -> None:
     c.execute('SELECT k, v FROM "Native" ORDER BY k')
     assert c.fetchall() == [(1, 11), (2, 20)]
     conn.commit()
+
+
+def test_another_connection_finds_a_new_table_by_its_engine_name(engine: str, connect: Any) -> None:
+    """A connection that loaded the catalog before the table existed finds it by any name
+    the engine takes for it (DuckDB: any case), and by no other."""
+    other = connect(autocommit=True)
+    other.cursor().execute("SELECT 1")
+    creator = connect(autocommit=True)
+    creator.cursor().execute('CREATE TABLE "MixedT" (k INTEGER PRIMARY KEY, v INTEGER)')
+    creator.cursor().execute('INSERT INTO "MixedT" VALUES (1, 10)')
+    cur = other.cursor()
+    if engine == "duckdb":
+        cur.execute("SELECT v FROM mixedt")
+        assert cur.fetchall() == [(10,)]
+    else:
+        with pytest.raises(tique.ProgrammingError):
+            cur.execute("SELECT v FROM mixedt")
+    cur.execute('SELECT v FROM "MixedT"')
+    assert cur.fetchall() == [(10,)]
