@@ -35,6 +35,10 @@ TABLE_STATEMENTS: list[tuple[str, tuple]] = [
     ('SELECT "MixedT".k, "MixedT".v, mixedt.v FROM "MixedT", mixedt WHERE mixedt.k = ? ORDER BY 1', (1,)),
     ('SELECT "MixedT".v FROM "MixedT" JOIN mixedt ON "MixedT".k = mixedt.k WHERE MixedT.k = ? ORDER BY 1', (3,)),
     ('SELECT k, v FROM "MixedT" WHERE k IN (SELECT k FROM mixedt) ORDER BY k', ()),
+    # A CTE hides the tables its name names, as the engine compares names.
+    ('WITH mixedt AS (SELECT 5 AS k, 50 AS v) SELECT k, v FROM "MixedT" ORDER BY k', ()),
+    ('WITH "MixedT" AS (SELECT 5 AS k, 50 AS v) SELECT k, v FROM mixedt ORDER BY k', ()),
+    ('WITH "MixedT" AS (SELECT 5 AS k, 50 AS v) SELECT k, v FROM "MixedT" ORDER BY k', ()),
     ('UPDATE "MixedT" SET v = v + ? WHERE k = ?', (1, 1)),
     ('UPDATE "MixedT" SET v = "MixedT".v + ? WHERE "MixedT".k = ?', (1, 2)),
     ('UPDATE mixedt SET v = v * ? WHERE k > ?', (2, 0)),
@@ -101,7 +105,7 @@ def pair(engine: str, connect: Any, request: pytest.FixtureRequest) -> Iterator[
 
 def _run_alike(conn: tique.Connection, native: Native, statements: list[tuple[str, tuple]]) -> None:
     for statement, params in statements:
-        reads = statement.startswith("SELECT")
+        reads = statement.startswith(("SELECT", "WITH"))
         want = native.execute(statement, params, write=not reads)
         got = run_tique(conn, statement, params)
         said = f"{statement}: natively {want.brief()}, through tique {got.brief()}"

@@ -88,7 +88,7 @@ def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
             if getattr(view, "kind", None) != "view":
                 continue
             if ctes is None:
-                ctes = cte_references(tree)  # of the tree as this round found it
+                ctes = cte_references(tree, context.dialect)  # of the tree as this round found it
             if id(ref) in ctes:
                 continue
             if ref is target:
