@@ -8,7 +8,7 @@ import sqlglot
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, check_column_properties, normalize, table_def_from_create
+from tique.catalog import PACKED, ROWID, Column, TableDef, canonical_ddl, check_column_properties, normalize, same_name, table_def_from_create
 from tique.rewrite.templates import packed_key
 from tique.errors import NotSupportedError, ProgrammingError
 
@@ -184,7 +184,9 @@ def _release_owned_sequences(backend: Backend, raw: Any, table: TableDef, name: 
     for col in table.columns:
         if col.default is None:
             continue
-        (owned,) = backend.rows(raw, "SELECT pg_get_serial_sequence($1, $2)", [name, col.name])[0]
+        # The table's name is read as SQL reads a name (folded unless quoted), the column's as it is.
+        quoted_name = exp.to_identifier(name, quoted=True).sql(backend.dialect)
+        (owned,) = backend.rows(raw, "SELECT pg_get_serial_sequence($1, $2)", [quoted_name, col.name])[0]
         if owned is not None:
             backend.execute(raw, f"ALTER SEQUENCE {owned} OWNED BY NONE", [])
 
@@ -200,7 +202,7 @@ def describe_native(backend: Backend, raw: Any, name: str) -> TableDef:
     columns = tuple(found)
     if any(normalize(c.name).startswith("tq_") for c in columns):
         raise ProgrammingError(f"adopt: table {name!r} has a column with the reserved prefix tq_")
-    table = TableDef(normalize(name), columns, key or (ROWID,), not key)
+    table = TableDef(name, columns, key or (ROWID,), not key)  # the engine's name, case kept
     constraints = _native_constraints(backend, raw, name, schema)
     if not constraints:
         return table
@@ -233,7 +235,7 @@ def _rename_to_storage(backend: Backend, raw: Any, table: TableDef, name: str) -
         value = packed_key(table, [exp.column(k, quoted=True) for k in table.key]).sql(backend.dialect)
     else:
         kind = "BIGINT"
-        value = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)]).sql(backend.dialect)
+        value = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(exp.to_identifier(table.rowid_sequence, quoted=True).sql())]).sql(backend.dialect)
     backend.execute(raw, f"ALTER TABLE {q(table.storage)} ADD COLUMN {q(hidden)} {kind}", [])
     backend.execute(raw, f"UPDATE {q(table.storage)} SET {q(hidden)} = {value}", [])
     backend.execute(raw, f"ALTER TABLE {q(table.storage)} ALTER COLUMN {q(hidden)} SET NOT NULL", [])
@@ -251,7 +253,7 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
     q = lambda n: exp.to_identifier(n, quoted=True).sql(backend.dialect)  # noqa: E731
     adopted: dict[str, int] = {}
     for name in names:
-        if normalize(name) in connection.tables:
+        if any(same_name(name, known, backend.dialect) for known in connection.tables):
             raise ProgrammingError(f"adopt: {name!r} is already a tique table")
         table = backend.new_table(describe_native(backend, raw, name))
         with backend.atomic(raw):
@@ -269,7 +271,7 @@ def adopt(connection: Any, names: list[str]) -> dict[str, int]:
                 backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(PACKED)}) SELECT {columns}, {packed} FROM {q(name)}")
             elif table.hidden_rowid:
                 # rendered by the dialect: nextval('seq') on most engines, NEXT VALUE FOR on MonetDB
-                nextval = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)]).sql(backend.dialect)
+                nextval = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(exp.to_identifier(table.rowid_sequence, quoted=True).sql())]).sql(backend.dialect)
                 backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}, {q(ROWID)}) SELECT {columns}, {nextval} FROM {q(name)}")
             else:
                 backend.execute_own_insert(raw, f"INSERT INTO {q(table.storage)} ({columns}) SELECT {columns} FROM {q(name)}")

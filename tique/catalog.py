@@ -105,15 +105,10 @@ class TableDef:
         """The columns a statement may write: every user column but the generated ones."""
         return tuple(c.name for c in self.columns if c.generated is None)
 
-    def named(self, name: str) -> str:
-        """The name of the column a statement's `name` refers to, compared without case
-        (the catalog keeps each column's name as the engine shows it, "MixedCase" when
-        so declared); `name` folded to lower case when no column has it."""
-        folded = name.lower()
-        for c in self.columns:
-            if c.name.lower() == folded:
-                return c.name
-        return folded
+    def named(self, node: exp.Expression, dialect: str) -> str:
+        """The name of the column a statement's reference `node` (a Column or an
+        Identifier) names, as the engine resolves it (see written_name)."""
+        return written_name(self, node, dialect)
 
     def column(self, name: str) -> Column:
         for c in self.columns:
@@ -163,28 +158,58 @@ def normalize(name: str) -> str:
 
 
 def declared_name(identifier: exp.Expression, dialect: str) -> str:
-    """The name an engine gives a column declared as `identifier`: DuckDB keeps it as
-    written (and compares names without case); PostgreSQL and MonetDB fold an unquoted
-    name to lower case and keep a quoted one as written."""
+    """The name an engine gives a table, view, index or column declared as `identifier`:
+    DuckDB keeps it as written (and compares names without case); PostgreSQL and MonetDB
+    fold an unquoted name to lower case and keep a quoted one as written."""
+    while isinstance(identifier, (exp.Ordered, exp.Column)):
+        identifier = identifier.this
     name = identifier.name
     if dialect == "duckdb" or (isinstance(identifier, exp.Identifier) and identifier.args.get("quoted")):
         return name
     return normalize(name)
 
 
+def same_name(a: str, b: str, dialect: str) -> bool:
+    """Whether two names, each as its engine names it (declared_name), name one object:
+    DuckDB compares names without case, PostgreSQL and MonetDB exactly."""
+    return a.lower() == b.lower() if dialect == "duckdb" else a == b
+
+
+def alias_key(identifier: exp.Expression, dialect: str) -> str:
+    """What a table reference's name or alias, or a column's qualifier, is compared by,
+    as the engine compares them: DuckDB's folded to lower case, PostgreSQL's and MonetDB's
+    as declared_name names them ("MixedT" and mixedt qualify two tables)."""
+    name = declared_name(identifier, dialect)
+    return name.lower() if dialect == "duckdb" else name
+
+
+def alias_of(ref: exp.Expression, dialect: str) -> str:
+    """alias_key of the name a FROM item is referred to by: its alias, else its own name."""
+    alias = ref.args.get("alias")
+    identifier = alias.this if isinstance(alias, exp.TableAlias) and alias.this is not None else ref.this
+    return alias_key(identifier, dialect) if isinstance(identifier, exp.Identifier) else normalize(ref.alias_or_name)
+
+
+def qualifier_of(column: exp.Column, dialect: str) -> str:
+    """alias_key of a column's qualifier; "" when it has none."""
+    qualifier = column.args.get("table")
+    return alias_key(qualifier, dialect) if isinstance(qualifier, exp.Identifier) else ""
+
+
 def written_name(table: TableDef, node: exp.Expression, dialect: str) -> str:
     """The column of `table` a statement's column reference `node` (a Column or an
     Identifier) names, as the engine resolves it: DuckDB without case, PostgreSQL and
     MonetDB by the name folded as declared_name folds it (a quoted name exactly). A name
-    of no column comes back folded, for the caller to report."""
+    of no column comes back as the engine names it, for the caller to report."""
     identifier = node.this if isinstance(node, exp.Column) else node
-    return table.named(identifier.name) if dialect == "duckdb" else declared_name(identifier, dialect)
+    return _declared((c.name for c in table.columns), identifier, dialect)
 
 
-def _declared(names: Any, name: str) -> str:
-    """The declared column among `names` that `name` refers to, compared without case; `name` folded when none."""
-    folded = name.lower()
-    return next((n for n in names if n.lower() == folded), folded)
+def _declared(names: Any, identifier: exp.Expression | str, dialect: str) -> str:
+    """The declared column among `names` that a reference `identifier` names (or a name
+    the engine already gave, a string), as the engine resolves it; the name itself when none."""
+    name = identifier if isinstance(identifier, str) else declared_name(identifier, dialect)
+    return next((n for n in names if same_name(n, name, dialect)), name)
 
 
 def generated_expression(col: Column, dialect: str) -> exp.Expression:
@@ -278,7 +303,7 @@ def check_column_properties(columns: list[Column], key: list[str], dialect: str,
         if col.name in key:
             raise NotSupportedError(describe(statement, f"generated column {col.name!r} in the primary key is not supported on tique tables; key the table by the columns it is computed from"))
         for ref in _parsed_expression(col.generated, dialect).find_all(exp.Column):
-            used = _declared(names, ref.name)
+            used = _declared(names, ref, dialect)
             if used not in names:
                 raise ProgrammingError(describe(statement, f"generated column {col.name!r} refers to {used!r}, which is not a column of the table"))
             if next(c for c in columns if c.name == used).generated is not None:
@@ -309,7 +334,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     schema = create.this
     if not isinstance(schema, exp.Schema) or not isinstance(schema.this, exp.Table):
         raise NotSupportedError(describe(statement, "CREATE TABLE ... AS SELECT is not supported for tique tables; create the table, then INSERT ... SELECT"))
-    name = normalize(schema.this.name)
+    name = declared_name(schema.this.this, dialect)
     columns: list[Column] = []
     key: list[str] = []
     # (name the application gave or None, what it constrains), in declaration order
@@ -339,7 +364,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
         parts = item.expressions if isinstance(item, exp.Constraint) else [item]
         for part in parts:
             if isinstance(part, exp.PrimaryKey):
-                key.extend(normalize(p.this.name if isinstance(p, exp.Ordered) else p.name) for p in part.expressions)
+                key.extend(declared_name(p, dialect) for p in part.expressions)
             elif isinstance(part, exp.UniqueColumnConstraint):
                 uniques.append((given, _unique_columns(part, (), dialect, statement)))
             elif isinstance(part, exp.CheckColumnConstraint):
@@ -351,8 +376,10 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     if not columns:
         raise ProgrammingError(describe(statement, "a table needs at least one column"))
     names = {c.name for c in columns}
-    key = [_declared(names, k) for k in key]
-    uniques = [(given, tuple(_declared(names, c) for c in cols)) for given, cols in uniques]
+    # Constraint column lists name columns as the engine resolves them: "Id" and id are
+    # two columns on PostgreSQL and MonetDB, one on DuckDB.
+    key = [_declared(names, k, dialect) for k in key]
+    uniques = [(given, tuple(_declared(names, c, dialect) for c in cols)) for given, cols in uniques]
     for k in key:
         if k not in names:
             raise ProgrammingError(describe(statement, f"primary key column {k!r} is not a column of {name}"))
@@ -399,9 +426,9 @@ def _unique_columns(constraint: exp.UniqueColumnConstraint, own: tuple[str, ...]
         raise NotSupportedError(describe(statement, f"{constraint.sql(dialect)!r}: index options of a UNIQUE constraint are not supported on tique tables"))
     listed = constraint.this
     if isinstance(listed, exp.Schema):
-        return tuple(normalize(c.name) for c in listed.expressions)
+        return tuple(declared_name(c, dialect) for c in listed.expressions)
     if listed is not None:
-        return (normalize(listed.name),)
+        return (declared_name(listed, dialect),)
     return own
 
 
@@ -424,10 +451,10 @@ def _check_expression(expression: exp.Expression, table: str, names: set[str], d
     if normalized.find(exp.Query) is not None or normalized.find(exp.AggFunc) is not None or normalized.find(exp.Window) is not None:
         raise NotSupportedError(describe(statement, f"CHECK ({expression.sql(dialect)}): a CHECK constraint may use only the row's own columns, no subquery, aggregate or window"))
     for col in list(normalized.find_all(exp.Column)):
-        qualifier = normalize(col.table) if col.table else None
-        if qualifier not in (None, table) or col.args.get("db"):
+        qualifier = declared_name(col.args["table"], dialect) if col.table else None
+        if not (qualifier is None or same_name(qualifier, table, dialect)) or col.args.get("db"):
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {col.sql(dialect)}, which is not a column of {table}"))
-        column_name = _declared(names, col.name)
+        column_name = _declared(names, col, dialect)
         if column_name not in names:
             raise ProgrammingError(describe(statement, f"CHECK ({expression.sql(dialect)}) refers to {column_name!r}, which is not a column of {table}"))
         col.replace(exp.Column(this=exp.to_identifier(column_name, quoted=True)))
@@ -486,20 +513,43 @@ class CatalogSnapshot:
     tables: Mapping[str, TableDef] = field(default_factory=lambda: MappingProxyType({}))
     objects: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tique.ddl.View | Index
     version: Hashable = None
+    # The engine's dialect: how a statement's names resolve to the names kept here.
+    dialect: str = ""
     # column_schema's, per dialect: a function of the fields above, made on first use.
     _schemas: dict[str, "ColumnSchema"] = field(default_factory=dict, compare=False, repr=False)
+    # DuckDB's names folded to lower case -> the names kept here, made on first use.
+    _folded: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, tables: Mapping[str, TableDef], objects: Mapping[str, Any] | None = None, version: Hashable = None) -> "CatalogSnapshot":
+    def of(cls, tables: Mapping[str, TableDef], objects: Mapping[str, Any] | None = None, version: Hashable = None,
+           dialect: str = "") -> "CatalogSnapshot":
         """A snapshot of copies of `tables` and `objects`: later changes to them stay out."""
-        return cls(MappingProxyType(dict(tables)), MappingProxyType(dict(objects or {})), version)
+        return cls(MappingProxyType(dict(tables)), MappingProxyType(dict(objects or {})), version, dialect)
+
+    def resolve(self, identifier: exp.Expression) -> str:
+        """The name kept here of the table, view or index a statement names by
+        `identifier`, as the engine resolves it: PostgreSQL and MonetDB by the name folded
+        as declared_name folds it ("MixedT" and mixedt are two tables), DuckDB without
+        case (one table, kept as first spelled). A name of nothing comes back as declared."""
+        name = declared_name(identifier, self.dialect)
+        if self.dialect != "duckdb" or name in self.tables or name in self.objects:
+            return name
+        if not self._folded:
+            self._folded.update((n.lower(), n) for n in (*self.tables, *self.objects))
+        return self._folded.get(name.lower(), name)
+
+    def table_of(self, ref: exp.Expression) -> TableDef | None:
+        """The tique table a table reference names (unqualified: qualified ones never are), or None."""
+        if not isinstance(ref, exp.Table) or ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
+            return None
+        return self.tables.get(self.resolve(ref.this))
 
     def table(self, name: str) -> TableDef | None:
-        """The tique table `name` (normalized), or None."""
+        """The tique table `name` (as kept here: see resolve), or None."""
         return self.tables.get(name)
 
     def object(self, name: str) -> Any:
-        """The tique view or index `name` (normalized), or None."""
+        """The tique view or index `name` (as kept here: see resolve), or None."""
         return self.objects.get(name)
 
     def names(self, name: str) -> bool:
@@ -529,9 +579,12 @@ class ColumnSchema:
     def of(cls, tables: Any, dialect: str) -> "ColumnSchema":
         engine = Dialect.get_or_raise(dialect)
         names: dict[str, dict[str, str]] = {}
+        tables = list(tables)
         for table in tables:
             columns = table.user_columns + ((ROWID,) if table.hidden_rowid else ())
             names[table.name] = {engine.normalize_identifier(exp.to_identifier(c, quoted=True)).name: c for c in columns}
-        # Only names matter here: every column is typed UNKNOWN.
-        mapping = {table: {column: "UNKNOWN" for column in columns} for table, columns in names.items()}
+        # Only names matter here: every column is typed UNKNOWN. Tables are named as the
+        # dialect normalizes them too, as a normalized tree names them.
+        mapping = {engine.normalize_identifier(exp.to_identifier(table.name, quoted=True)).name:
+                   {column: "UNKNOWN" for column in names[table.name]} for table in tables}
         return cls(MappingSchema(mapping, dialect=dialect, normalize=False), MappingProxyType(names))

@@ -196,7 +196,7 @@ class Connection:
     def _refresh_catalog_key(self) -> None:
         """What plans depend on: the tables' and the views' and indexes' definitions."""
         self._catalog_key = frozenset(self._catalog_ddl.items()) | frozenset(self._objects_ddl.items())
-        self._snapshot = CatalogSnapshot.of(self._catalog, self._objects, self._catalog_key)
+        self._snapshot = CatalogSnapshot.of(self._catalog, self._objects, self._catalog_key, self._backend.dialect)
 
     def _catalog_changed(self) -> bool:
         """Reloads the catalog when another client created, dropped or redefined a table since we read it."""
@@ -491,15 +491,17 @@ class Connection:
         catalog: looks it up, and says whether it was found (and is now in the snapshot)."""
         if name in self._catalog or name in self._objects or name.startswith("tq_") or self._is_physical(name):
             return False
-        rows = self._backend.rows(self._raw, "SELECT 'table', ddl, name FROM tq_tables WHERE name = $1 "
-                                             "UNION ALL SELECT kind, ddl, on_table FROM tq_objects WHERE name = $1", [name])
+        named = ddl.named_as(self._backend)  # `name` as the engine matches names: DuckDB's without case
+        rows = self._backend.rows(self._raw, f"SELECT 'table', ddl, NULL, name FROM tq_tables WHERE {named} "
+                                             f"UNION ALL SELECT kind, ddl, on_table, name FROM tq_objects WHERE {named}", [name])
         if not rows:
             return False
-        if rows[0][0] == "table":
-            self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, rows[0][1])])[name]
-            self._catalog_ddl[name] = rows[0][1]
+        kind, text, on_table, name = rows[0]
+        if kind == "table":
+            self._catalog[name] = self._backend.catalog_tables(self._raw, [(name, text)])[name]
+            self._catalog_ddl[name] = text
         else:
-            self._learn_object(name, rows[0][0], rows[0][2], rows[0][1])
+            self._learn_object(name, kind, on_table, text)
         self._refresh_catalog_key()
         return True
 

@@ -16,18 +16,24 @@ import sqlglot
 from sqlglot import exp
 
 from tique.backends.base import Backend
-from tique.catalog import ROWID, Column, TableDef, canonical_ddl, normalize, parse_catalog_row
+from tique.catalog import ROWID, Column, TableDef, canonical_ddl, declared_name, normalize, parse_catalog_row, same_name
 from tique.errors import ProgrammingError, describe
 from tique.rewrite.params import Compiled
 from tique.rewrite.templates import table_template
 
 
+def named_as(backend: Backend, column: str = "name") -> str:
+    """The condition that a tq_* row's `column` names what $1 names, as the engine matches
+    names (same_name): DuckDB without case, PostgreSQL and MonetDB exactly."""
+    return f"lower({column}) = lower($1)" if backend.dialect == "duckdb" else f"{column} = $1"
+
+
 def table_exists(backend: Backend, raw: Any, name: str) -> bool:
-    return bool(backend.rows(raw, "SELECT 1 FROM tq_tables WHERE name = $1", [name]))
+    return bool(backend.rows(raw, f"SELECT 1 FROM tq_tables WHERE {named_as(backend)}", [name]))
 
 
 def stored_table(backend: Backend, raw: Any, name: str) -> TableDef | None:
-    found = backend.rows(raw, "SELECT ddl FROM tq_tables WHERE name = $1", [name])
+    found = backend.rows(raw, f"SELECT ddl FROM tq_tables WHERE {named_as(backend)}", [name])
     return parse_catalog_row(found[0][0], backend.dialect) if found else None
 
 
@@ -57,8 +63,8 @@ def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement
     drop_dependent_views(backend, raw, "table", name, cascade, statement)
     for ddl in backend.drop_ddl(table):
         backend.execute(raw, ddl, [])
-    backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [name])
-    backend.execute(raw, "DELETE FROM tq_objects WHERE kind = 'index' AND on_table = $1", [name])
+    backend.execute(raw, "DELETE FROM tq_tables WHERE name = $1", [table.name])
+    backend.execute(raw, "DELETE FROM tq_objects WHERE kind = 'index' AND on_table = $1", [table.name])
     backend.bump_catalog_version(raw)
     return True
 
@@ -121,7 +127,7 @@ def parse_object(name: str, kind: str, on_table: str | None, ddl: str, dialect: 
     create = sqlglot.parse_one(ddl, read=dialect)
     assert isinstance(create, exp.Create)
     if kind == "view":
-        columns = tuple(normalize(c.name) for c in create.this.expressions) if isinstance(create.this, exp.Schema) else ()
+        columns = tuple(declared_name(c, dialect) for c in create.this.expressions) if isinstance(create.this, exp.Schema) else ()
         return View(name, create.expression, columns)
     params = create.this.args["params"]
     # Stored quoted, as the catalog names the columns (index_ddl): read back as written.
@@ -130,7 +136,8 @@ def parse_object(name: str, kind: str, on_table: str | None, ddl: str, dialect: 
 
 def _object_kind(backend: Backend, raw: Any, name: str) -> str | None:
     """'table', 'view' or 'index' when a tique object has the name."""
-    found = backend.rows(raw, "SELECT 'table' FROM tq_tables WHERE name = $1 UNION ALL SELECT kind FROM tq_objects WHERE name = $1", [name])
+    named = named_as(backend)
+    found = backend.rows(raw, f"SELECT 'table' FROM tq_tables WHERE {named} UNION ALL SELECT kind FROM tq_objects WHERE {named}", [name])
     return str(found[0][0]) if found else None
 
 
@@ -216,7 +223,9 @@ def drop_dependent_views(backend: Backend, raw: Any, kind: str, name: str, casca
         return
     views = [parse_object(n, "view", None, d, backend.dialect) for n, d in backend.rows(raw, "SELECT name, ddl FROM tq_objects WHERE kind = 'view'", [])]
     dependent = sorted(v.name for v in views if isinstance(v, View) and v.name != name
-                       and any(not t.args.get("db") and normalize(t.name) == name for t in v.query.find_all(exp.Table)))
+                       and any(not t.args.get("db") and isinstance(t.this, exp.Identifier)
+                               and same_name(declared_name(t.this, backend.dialect), name, backend.dialect)
+                               for t in v.query.find_all(exp.Table)))
     if not dependent:
         return
     if not cascade:

@@ -15,7 +15,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
-from tique.catalog import CatalogSnapshot, TableDef, normalize, table_def_from_create
+from tique.catalog import CatalogSnapshot, TableDef, declared_name, normalize, table_def_from_create
 from tique.column_names import name_created_columns_as_native
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
@@ -247,15 +247,16 @@ def _token_error_position(error: TokenError, marked: Marked) -> str:
     return f" at {where}: unterminated comment, string or identifier at the end of the statement"
 
 
-def _target_name(tree: exp.Expression) -> str | None:
-    return _plain_name(tree.this.find(exp.Table) if isinstance(tree.this, exp.Schema) else tree.this)
+def _target_name(tree: exp.Expression, catalog: CatalogSnapshot) -> str | None:
+    return _plain_name(tree.this.find(exp.Table) if isinstance(tree.this, exp.Schema) else tree.this, catalog)
 
 
-def _plain_name(table: exp.Expression | None) -> str | None:
-    """The normalized name of an unqualified table reference (qualified ones are never tique tables)."""
-    if not isinstance(table, exp.Table) or table.args.get("db"):
+def _plain_name(table: exp.Expression | None, catalog: CatalogSnapshot) -> str | None:
+    """The name an unqualified table reference names, as the catalog keeps names
+    (CatalogSnapshot.resolve); qualified ones are never tique tables."""
+    if not isinstance(table, exp.Table) or table.args.get("db") or not isinstance(table.this, exp.Identifier):
         return None
-    return normalize(table.name)
+    return catalog.resolve(table.this)
 
 
 def _dropped_tables(tree: exp.Drop) -> list[exp.Expression]:
@@ -271,7 +272,7 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, context: pass
     catalog = context.catalog
     kind = str(tree.args.get("kind") or "").upper()
     if isinstance(tree, exp.Create) and kind == "VIEW":
-        name = _target_name(tree)
+        name = _target_name(tree, catalog)
         query = tree.expression
         if name is None or not isinstance(query, exp.Query):
             return None
@@ -280,13 +281,13 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, context: pass
             return None  # a view of native tables only: the engine's own
         if params:
             raise ProgrammingError(describe(sql, "a view's query cannot have parameter markers"))
-        columns = tuple(normalize(c.name) for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+        columns = tuple(declared_name(c, backend.dialect) for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
         check = passes.run(passes.QUERY_OF_DDL[1:], expanded, context)  # expand_views has run
         return ObjectPlan("create", "view", name, View(name, query.copy(), columns), bool(tree.args.get("exists")),
                           bool(tree.args.get("replace")), check)
     if isinstance(tree, exp.Create) and kind == "INDEX" and isinstance(tree.this, exp.Index):
         index = tree.this
-        table_name = _plain_name(index.args.get("table"))
+        table_name = _plain_name(index.args.get("table"), catalog)
         table = catalog.table(table_name) if table_name else None
         if table is None:
             return None
@@ -300,15 +301,16 @@ def _object_plan(tree: exp.Expression, sql: str, backend: Backend, context: pass
             column = part.this if isinstance(part, exp.Ordered) else part
             if not isinstance(column, exp.Column) or column.table:
                 raise NotSupportedError(describe(sql, f"an index on tique table {table.name!r} takes plain columns, not {part.sql(backend.dialect)!r}"))
-            if table.named(column.name) not in table.user_columns:
+            named = table.named(column, backend.dialect)
+            if named not in table.user_columns:
                 raise ProgrammingError(describe(sql, f"table {table.name} has no column {column.name!r}"))
-            columns.append(table.named(column.name))
+            columns.append(named)
         if not columns:
             raise ProgrammingError(describe(sql, "an index needs at least one column"))
-        name = normalize(index.name)
+        name = catalog.resolve(index.this)
         return ObjectPlan("create", "index", name, Index(name, table.name, tuple(columns)), bool(tree.args.get("exists")))
     if isinstance(tree, exp.Drop) and kind in ("VIEW", "INDEX"):
-        names = [_plain_name(t) for t in _dropped_tables(tree)]
+        names = [_plain_name(t, catalog) for t in _dropped_tables(tree)]
         if not any(n is not None and getattr(catalog.object(n), "kind", None) == kind.lower() for n in names):
             return None
         if len(names) > 1:
@@ -354,9 +356,9 @@ def _unknown_names(tree: exp.Expression, catalog: CatalogSnapshot) -> set[str]:
     ctes, found = set(), set()
     for node in tree.find_all(exp.Table, exp.CTE):  # one walk
         if isinstance(node, exp.CTE):
-            ctes.add(normalize(node.alias))
+            ctes.add(catalog.resolve(node.args["alias"].this))
         elif not (node.args.get("db") or node.args.get("catalog") or not isinstance(node.this, exp.Identifier) or node is created):
-            name = normalize(node.name)
+            name = catalog.resolve(node.this)
             if not catalog.names(name):
                 found.add(name)
     return found - ctes
@@ -388,9 +390,9 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
     if found is not None:
         return found
     if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "TABLE":
-        name = _target_name(tree)
+        name = _target_name(tree, catalog)
         temporary = any(isinstance(p, exp.TemporaryProperty) for p in (tree.args.get("properties") or exp.Properties()).expressions)
-        if name is not None and name not in static_tables and not temporary:
+        if name is not None and normalize(name) not in static_tables and not temporary:
             replace = bool(tree.args.get("replace"))
             if replace and not backend.creates_or_replaces_tables:
                 raise ProgrammingError(describe(sql, f"syntax error: {backend.dialect} has no CREATE OR REPLACE TABLE; DROP TABLE, then CREATE TABLE"))
@@ -411,7 +413,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)
-        names = [_plain_name(t) for t in dropped]
+        names = [_plain_name(t, catalog) for t in dropped]
         if any(n is not None and catalog.table(n) is not None for n in names):
             if len(dropped) > 1:
                 raise NotSupportedError(describe(sql, "drop one tique table per statement"))
@@ -421,7 +423,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
     locks = refuse_unsupported_locks(tree, backend.dialect, bool(referenced_tables(tree, catalog)), sql) if tree.find(exp.Lock) else []
     rewriters: dict[type, Callable] = {exp.Insert: rewrite_insert, exp.Update: rewrite_update, exp.Delete: rewrite_delete}
     if type(tree) in rewriters:
-        name = _target_name(tree)
+        name = _target_name(tree, catalog)
         table = catalog.table(name) if name else None
         if table is not None:
             own_with(tree, sql)

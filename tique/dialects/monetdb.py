@@ -55,6 +55,8 @@ class MonetDB(Postgres):
             # Sequences: MonetDB has no nextval('name'), only NEXT VALUE FOR name.
             if expression.name.lower() == "nextval" and len(expression.expressions) == 1:
                 name = expression.expressions[0].name
+                if len(name) > 1 and name.startswith('"') and name.endswith('"'):  # a quoted name, as PostgreSQL reads one
+                    name = name[1:-1].replace('""', '"')
                 return f"NEXT VALUE FOR {self.sql(exp.to_identifier(name, quoted=True))}"
             return super().anonymous_sql(expression)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, TableDef, normalize
+from tique.catalog import CatalogSnapshot, TableDef, alias_of, normalize, qualifier_of
 
 # Aliases the snapshot templates use inside the subquery: an outer column qualified by
 # one of these would bind to the template's own table instead.
@@ -40,8 +40,8 @@ class _Preceding:
     def __init__(self, items: list[exp.Expression], catalog: CatalogSnapshot) -> None:
         self.columns: dict[str, frozenset[str] | None] = {}
         for item in items:
-            alias = normalize(item.alias_or_name)
-            table = catalog.table(normalize(item.name)) if isinstance(item, exp.Table) and not item.args.get("db") else None
+            alias = alias_of(item, catalog.dialect)
+            table = catalog.table_of(item)
             known = table is not None and not (item.args.get("alias") and item.args["alias"].columns)
             self.columns[alias] = frozenset(table.user_columns) if known and table is not None else None
 
@@ -53,14 +53,14 @@ class _Preceding:
         return owners[0] if len(owners) == 1 else None
 
 
-def _outer_value(value: exp.Expression, preceding: _Preceding, own: frozenset[str], own_alias: str) -> exp.Expression | None:
+def _outer_value(value: exp.Expression, preceding: _Preceding, own: frozenset[str], own_alias: str, dialect: str) -> exp.Expression | None:
     """`value` with every column qualified by the preceding item it belongs to; None if
     it is not a plain value over the preceding items."""
     if any(not isinstance(node, _VALUE_NODES) for node in value.walk()):
         return None
     value = value.copy()
     for col in list(value.find_all(exp.Column)):
-        qualifier, name = normalize(col.table), normalize(col.name)
+        qualifier, name = qualifier_of(col, dialect), normalize(col.name)
         if qualifier:
             if qualifier == own_alias or qualifier not in preceding.columns or qualifier in _TEMPLATE_ALIASES:
                 return None
@@ -87,18 +87,19 @@ def _narrow(item: exp.Expression, catalog: CatalogSnapshot, conditions: list[exp
     stock) a hash join beats a probe per row, and the engine is left to choose."""
     if not isinstance(item, exp.Table) or item.args.get("db"):
         return False
-    table = catalog.table(normalize(item.name))
+    table = catalog.table_of(item)
     if table is None:
         return False
-    alias = normalize(item.alias_or_name)
+    dialect = catalog.dialect
+    alias = alias_of(item, dialect)
     pinned: set[str] = set()
     for conjunct in conditions:
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if (isinstance(side, exp.Column) and normalize(side.table) in ("", alias) and table.named(side.name) in table.key
+            if (isinstance(side, exp.Column) and qualifier_of(side, dialect) in ("", alias) and table.named(side, dialect) in table.key
                     and isinstance(other, (exp.Placeholder, exp.Parameter, exp.Literal))):
-                pinned.add(table.named(side.name))
+                pinned.add(table.named(side, dialect))
     return set(table.key[:2]) <= pinned
 
 
@@ -127,7 +128,8 @@ def lateral_key_values(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot
     if not all(_narrow(item, catalog, [*conditions, *_conjuncts(_on_of(item))]) for item in earlier):
         return None
     preceding = _Preceding(earlier, catalog)
-    own_alias = normalize(ref.alias_or_name)
+    dialect = catalog.dialect
+    own_alias = alias_of(ref, dialect)
     own = frozenset(table.user_columns)
     pinned: dict[str, exp.Expression] = {}
     outer = False
@@ -135,16 +137,16 @@ def lateral_key_values(table: TableDef, ref: exp.Table, catalog: CatalogSnapshot
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if not isinstance(side, exp.Column) or table.named(side.name) not in table.key:
+            if not isinstance(side, exp.Column) or table.named(side, dialect) not in table.key:
                 continue
-            if normalize(side.table) not in ("", own_alias) or table.named(side.name) in pinned:
+            if qualifier_of(side, dialect) not in ("", own_alias) or table.named(side, dialect) in pinned:
                 continue
             if not side.table and normalize(side.name) in {c for cols in preceding.columns.values() if cols for c in cols}:
                 continue  # ambiguous as written: leave it to the engine
-            value = _outer_value(other, preceding, own, own_alias)
+            value = _outer_value(other, preceding, own, own_alias, dialect)
             if value is None:
                 continue
-            pinned[table.named(side.name)] = value
+            pinned[table.named(side, dialect)] = value
             outer = outer or value.find(exp.Column) is not None
     if not outer or set(pinned) != set(table.key):
         return None

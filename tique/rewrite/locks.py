@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, TableDef, normalize
+from tique.catalog import CatalogSnapshot, TableDef, alias_key, alias_of, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite.reads import referenced_tables, replace_tables
 from tique.rewrite.snapshot import Formulation, snapshot
@@ -87,8 +87,8 @@ def _locked_references(tree: exp.Select, locks: list[exp.Lock], catalog: Catalog
     for item in list(items):
         joins.extend(item.args.get("joins") or [])
     items.extend(j.this for j in joins)
-    by_alias = {normalize(i.alias_or_name): i for i in items}
-    named = [normalize(t.name) for lock in locks for t in lock.expressions]
+    by_alias = {alias_of(i, catalog.dialect): i for i in items}
+    named = [alias_key(t.this, catalog.dialect) if isinstance(t.this, exp.Identifier) else normalize(t.name) for lock in locks for t in lock.expressions]
     if any(not lock.expressions for lock in locks):
         chosen = items
     else:

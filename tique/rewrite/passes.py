@@ -30,7 +30,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, normalize
+from tique.catalog import CatalogSnapshot
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
 from tique.rewrite.lateral import narrow_side_first
@@ -86,11 +86,11 @@ def expand_views(tree: exp.Expression, context: PassContext) -> exp.Expression:
         for ref in nodes:
             if isinstance(ref, exp.CTE) or ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
                 continue
-            view = context.catalog.object(normalize(ref.name))
+            view = context.catalog.object(context.catalog.resolve(ref.this))
             if getattr(view, "kind", None) != "view":
                 continue
             if ctes is None:
-                ctes = cte_references(tree)  # of the tree as this round found it
+                ctes = cte_references(tree, context.dialect)  # of the tree as this round found it
             if id(ref) in ctes:
                 continue
             if ref is target:

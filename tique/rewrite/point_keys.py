@@ -14,7 +14,7 @@ from typing import Any, Hashable, Union
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, TableDef, key_bits, normalize
+from tique.catalog import CatalogSnapshot, TableDef, key_bits
 from tique.rewrite.params import USER_PREFIX, normalize_placeholders
 from tique.rewrite.reads import referenced_tables
 from tique.rewrite.snapshot import _equalities
@@ -39,14 +39,14 @@ def _source(node: exp.Expression) -> Source | None:
     return None
 
 
-def _pinned(table: TableDef, where: exp.Expression | None, alias: str) -> KeySources | None:
+def _pinned(table: TableDef, where: exp.Expression | None, ref: exp.Table) -> KeySources | None:
     """The sources of the values `where` pins the leading key columns to by top-level
     equalities, in key order, as far as they go: a prefix of every key the rows it keeps
     have; None when it pins not even the first."""
-    pinned = _equalities(where, alias)
+    pinned = _equalities(where, ref, table)
     sources = []
     for k in table.key:
-        source = _source(pinned[k.lower()]) if k.lower() in pinned else None
+        source = _source(pinned[k]) if k in pinned else None
         if source is None:
             break
         sources.append(source)
@@ -84,7 +84,7 @@ def read_points(tree: exp.Expression, catalog: CatalogSnapshot, dialect: str) ->
         # Alone in its FROM: an unqualified column in the WHERE is then one of its own.
         if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals"):
             continue
-        sources = _pinned(table, select.args.get("where"), ref.alias_or_name)
+        sources = _pinned(table, select.args.get("where"), ref)
         if sources is not None:
             points[table.name] = sources
     return points
@@ -97,26 +97,26 @@ def write_points(tree: exp.Expression, table: TableDef, dialect: str) -> tuple[K
     if not tracks_keys(table, dialect) or tree.args.get("with") or tree.args.get("with_"):
         return None
     if isinstance(tree, exp.Insert):
-        return _insert_points(tree, table)
+        return _insert_points(tree, table, dialect)
     if isinstance(tree, (exp.Update, exp.Delete)):
         if tree.args.get("from") or tree.args.get("from_") or tree.args.get("joins") or tree.args.get("using"):
             return None  # a column of another table could pass for one of the target's
         if isinstance(tree, exp.Update):
-            assigned = {table.named(a.this.name) for a in tree.expressions if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column)}
+            assigned = {table.named(a.this, dialect) for a in tree.expressions if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column)}
             if len(assigned) != len(tree.expressions) or assigned & set(table.key):
                 return None  # moves a row to another key
         target = tree.this
         if not isinstance(target, exp.Table):
             return None
-        sources = _pinned(table, tree.args.get("where"), target.alias_or_name)
+        sources = _pinned(table, tree.args.get("where"), target)
         return None if sources is None else (sources,)
     return None
 
 
-def _insert_points(tree: exp.Insert, table: TableDef) -> tuple[KeySources, ...] | None:
+def _insert_points(tree: exp.Insert, table: TableDef, dialect: str) -> tuple[KeySources, ...] | None:
     if tree.args.get("conflict") or not isinstance(tree.expression, exp.Values):
         return None
-    listed = ([table.named(c.name) for c in tree.this.expressions] if isinstance(tree.this, exp.Schema)
+    listed = ([table.named(c, dialect) for c in tree.this.expressions] if isinstance(tree.this, exp.Schema)
               else list(table.user_columns))
     if any(k not in listed for k in table.key):
         return None

@@ -8,7 +8,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.scope import TRAVERSABLES, Scope, traverse_scope
 
-from tique.catalog import CatalogSnapshot, ColumnSchema, ROWID, TableDef, normalize
+from tique.catalog import CatalogSnapshot, ColumnSchema, ROWID, TableDef, alias_key, normalize
 from tique.rewrite import facts
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
@@ -33,7 +33,18 @@ def outermost_queries(tree: exp.Expression) -> list[exp.Expression]:
     return roots
 
 
-def _recursive_ctes(scope: Scope) -> set[str]:
+def _cte_key(cte: exp.CTE, dialect: str) -> str:
+    """A CTE's name as the engine compares it with a table reference's (alias_key)."""
+    alias = cte.args.get("alias")
+    identifier = alias.this if isinstance(alias, exp.TableAlias) else None
+    return alias_key(identifier, dialect) if isinstance(identifier, exp.Identifier) else normalize(cte.alias)
+
+
+def _table_key(table: exp.Table, dialect: str) -> str:
+    return alias_key(table.this, dialect) if isinstance(table.this, exp.Identifier) else normalize(table.name)
+
+
+def _recursive_ctes(scope: Scope, dialect: str) -> set[str]:
     """The names a WITH RECURSIVE around `scope` makes visible in each of its CTEs: all
     of them, as in PostgreSQL (sqlglot's scopes see only the earlier ones, and the CTE
     itself when its body is a UNION)."""
@@ -41,32 +52,34 @@ def _recursive_ctes(scope: Scope) -> set[str]:
     while scope is not None:
         cte = scope.expression.parent
         if isinstance(cte, exp.CTE) and isinstance(cte.parent, exp.With) and cte.parent.args.get("recursive"):
-            names.update(normalize(c.alias) for c in cte.parent.expressions)
+            names.update(_cte_key(c, dialect) for c in cte.parent.expressions)
         scope = scope.parent
     return names
 
 
-def cte_references(tree: exp.Expression) -> set[int]:
+def cte_references(tree: exp.Expression, dialect: str = "") -> set[int]:
     """The ids of the table references in `tree` that name a CTE visible where they stand.
 
     sqlglot's scopes decide (optimizer.scope: a scope sees the CTEs of the scopes around
-    it; a CTE the ones before it, and itself when recursive), names compared as tique
-    normalizes them. sqlglot puts the relations of a DML statement's FROM/USING in scopes
+    it; a CTE the ones before it, and itself when recursive), names compared as the
+    engine compares them (alias_key: a CTE "X" is no table x on PostgreSQL). sqlglot puts the relations of a DML statement's FROM/USING in scopes
     of their own that see its WITH; one rule is added on top: its target (INSERT INTO t,
     UPDATE t, DELETE FROM t) stands in no scope, and names a CTE when the statement's own
     WITH has one of that name."""
     found: set[int] = set()
+    # sqlglot names a scope's CTEs by their names as written; tique compares their keys.
+    keys = {cte.alias: _cte_key(cte, dialect) for cte in tree.find_all(exp.CTE)}
     for root in outermost_queries(tree):
         for scope in traverse_scope(root):
-            visible = {normalize(name) for name in scope.cte_sources} | _recursive_ctes(scope)
+            visible = {keys.get(name, normalize(name)) for name in scope.cte_sources} | _recursive_ctes(scope, dialect)
             if not visible:
                 continue
             tables = scope.tables + ([scope.expression] if isinstance(scope.expression, exp.Table) else [])
-            found.update(id(t) for t in tables if not t.args.get("db") and normalize(t.name) in visible)
+            found.update(id(t) for t in tables if not t.args.get("db") and _table_key(t, dialect) in visible)
         if isinstance(root, (exp.Insert, exp.Update, exp.Delete)):
             with_ = root.args.get("with_") or root.args.get("with")
             target = root.this.this if isinstance(root.this, exp.Schema) else root.this
-            if isinstance(with_, exp.With) and isinstance(target, exp.Table) and normalize(target.name) in {normalize(c.alias) for c in with_.expressions}:
+            if isinstance(with_, exp.With) and isinstance(target, exp.Table) and _table_key(target, dialect) in {_cte_key(c, dialect) for c in with_.expressions}:
                 found.add(id(target))
     return found
 
@@ -79,14 +92,12 @@ def referenced_tables(tree: exp.Expression, catalog: CatalogSnapshot) -> list[tu
         if isinstance(ref, exp.CTE):
             named = True
             continue
-        if ref.args.get("db") or ref.args.get("catalog") or not isinstance(ref.this, exp.Identifier):
-            continue
-        table = catalog.table(normalize(ref.name))
+        table = catalog.table_of(ref)
         if table is not None:
             found.append((ref, table))
     if not named or not found:
         return found  # the trees planned are whole statements, or copies of parts: no CTE around them
-    ctes = cte_references(tree)
+    ctes = cte_references(tree, catalog.dialect)
     return [(ref, table) for ref, table in found if id(ref) not in ctes]
 
 
@@ -329,7 +340,7 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
     found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral)) for ref, table in refs]
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
-        alias = ref.args.get("alias") or exp.TableAlias(this=exp.to_identifier(ref.name))
+        alias = ref.args.get("alias") or exp.TableAlias(this=ref.this.copy())  # as written: "MixedT" stays itself
         if key_values is not None:
             query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
             ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))

@@ -14,7 +14,7 @@ from typing import Iterator
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from tique.catalog import CatalogSnapshot, ROWID, normalize
+from tique.catalog import CatalogSnapshot, ROWID, alias_of, normalize, qualifier_of
 from tique.errors import NotSupportedError, describe
 from tique.rewrite.reads import names_columns_implicitly, outermost_queries, referenced_tables
 from tique.rewrite.templates import quoted
@@ -48,16 +48,16 @@ def _levels(scope: Scope | None, statement: Scope | None) -> Iterator[Scope]:
         scope = scope.parent
 
 
-def _owner(ref: exp.Column, scope: Scope | None, statement: Scope | None) -> exp.Table | None:
+def _owner(ref: exp.Column, scope: Scope | None, statement: Scope | None, dialect: str) -> exp.Table | None:
     """The table reference a `rowid` column of `scope` belongs to: the nearest enclosing
     level (the scope's, then its parents', then the write's) that reads a table of its
     qualifier (or, unqualified, that reads exactly one table)."""
-    qualifier = normalize(ref.table) if ref.table else None
+    qualifier = qualifier_of(ref, dialect) if ref.table else None
     for level in _levels(scope, statement):
         sources = _level_sources(level)
         if sources:
             if qualifier is not None:
-                named = [t for t in sources if normalize(t.alias_or_name) == qualifier]
+                named = [t for t in sources if alias_of(t, dialect) == qualifier]
                 if named:
                     return named[0]
             elif len(sources) == 1:
@@ -100,7 +100,7 @@ def expose_rowid(tree: exp.Expression, catalog: CatalogSnapshot, statement: str)
         return
     write = Scope(tree) if isinstance(tree, (exp.Update, exp.Delete)) else None
     for ref, scope in _rowid_columns(tree, columns):
-        owner = _owner(ref, scope, write)
+        owner = _owner(ref, scope, write, catalog.dialect)
         table = tique_refs.get(id(owner)) if owner is not None else None
         if table is None or PSEUDO in table.user_columns:
             continue  # another table's, or the table's own column named rowid

@@ -108,36 +108,68 @@ def _is_value(node: exp.Expression) -> bool:
     return isinstance(node, exp.Placeholder) or (isinstance(node, exp.Literal) and not node.is_string)
 
 
-def _equalities(where: exp.Expression | None, alias: str) -> dict[str, exp.Expression]:
-    """Columns of `alias` that the WHERE clause pins to a single value by a top-level
-    equality, with the value each is pinned to."""
+def _same_qualifier(qualifier: exp.Identifier, name: exp.Identifier) -> bool:
+    """Whether a column's qualifier surely names the FROM item `name` names, on every
+    engine: the same spelling, quoted alike or all lower case (DuckDB would also take
+    "MixedT" for MixedT, PostgreSQL would not: such a pair is left unpinned)."""
+    return qualifier.name == name.name and (bool(qualifier.quoted) == bool(name.quoted) or name.name == name.name.lower())
+
+
+def _names_key_column(column: exp.Column, key: str, table: TableDef) -> bool:
+    """Whether `column` surely names key column `key` of `table` on every engine: a quoted
+    name exactly, an unquoted one folded to lower case (as PostgreSQL and MonetDB fold it),
+    or as written where no two columns of the table differ only by case (DuckDB's unquoted
+    MixedCase; on the other engines that name is then no column, an error either way)."""
+    identifier = column.this
+    if not isinstance(identifier, exp.Identifier):
+        return False
+    if identifier.quoted:
+        return identifier.name == key
+    if identifier.name.lower() == key:
+        return True
+    return identifier.name == key and len({c.lower() for c in table.user_columns}) == len(table.user_columns)
+
+
+def _equalities(where: exp.Expression | None, ref: exp.Table, table: TableDef) -> dict[str, exp.Expression]:
+    """Key columns of `table`, read through `ref`, that the WHERE clause pins to a single
+    value by a top-level equality, with the value each is pinned to."""
     pinned: dict[str, exp.Expression] = {}
     if where is None:
+        return pinned
+    alias = ref.args.get("alias")
+    name = alias.this if isinstance(alias, exp.TableAlias) and alias.this is not None else ref.this
+    if not isinstance(name, exp.Identifier):
         return pinned
     condition = where.this if isinstance(where, exp.Where) else where
     for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if isinstance(side, exp.Column) and not other.find(exp.Column) and side.table in ("", alias):
-                pinned.setdefault(side.name.lower(), other)
+            if not isinstance(side, exp.Column) or other.find(exp.Column) or side.args.get("db"):
+                continue
+            qualifier = side.args.get("table")
+            if qualifier is not None and not (isinstance(qualifier, exp.Identifier) and _same_qualifier(qualifier, name)):
+                continue
+            for k in table.key:
+                if _names_key_column(side, k, table):
+                    pinned.setdefault(k, other)
     return pinned
 
 
-def formulation_for(table: TableDef, where: exp.Expression | None, alias: str) -> Formulation:
+def formulation_for(table: TableDef, where: exp.Expression | None, ref: exp.Table) -> Formulation:
     """rank() when `where` pins the table's whole key (a point access), otherwise scan."""
-    return Formulation.RANK if {k.lower() for k in table.key} <= set(_equalities(where, alias)) else Formulation.SCAN
+    return Formulation.RANK if set(table.key) <= set(_equalities(where, ref, table)) else Formulation.SCAN
 
 
-def pinned_key(table: TableDef, where: exp.Expression | None, alias: str) -> list[exp.Expression] | None:
+def pinned_key(table: TableDef, where: exp.Expression | None, ref: exp.Table) -> list[exp.Expression] | None:
     """The values `where` pins every key column of a packed table to, in key order; None
     unless each is a parameter or a number. The statement keeps its own filter, so the
     packed filter only has to keep every row that one does, which an exact packing of
     the same values does."""
     if not table.packed:
         return None
-    pinned = _equalities(where, alias)
-    values = [pinned.get(k.lower()) for k in table.key]
+    pinned = _equalities(where, ref, table)
+    values = [pinned.get(k) for k in table.key]
     if any(v is None or not _is_value(v) for v in values):
         return None
     return [v for v in values if v is not None]
@@ -153,10 +185,10 @@ def choose_formulation(table: TableDef, reference: exp.Table) -> Formulation:
     where, found = _enclosing_where(reference)
     if not found:
         return Formulation.SCAN
-    return formulation_for(table, where, reference.alias_or_name)
+    return formulation_for(table, where, reference)
 
 
 def point_of(table: TableDef, reference: exp.Table) -> list[exp.Expression] | None:
     """The pinned key of a packed table read inside a SELECT, from that SELECT's WHERE."""
     where, _ = _enclosing_where(reference)
-    return pinned_key(table, where, reference.alias_or_name)
+    return pinned_key(table, where, reference)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, normalize
+from tique.catalog import CatalogSnapshot, alias_of, normalize, qualifier_of
 from tique.rewrite import facts
 
 # More rows than any table can hold: the fence keeps them all.
@@ -49,7 +49,7 @@ def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> ex
         storage = facts.snapshot_of(subquery)
         table = next((t for t in catalog.tables.values() if t.storage == storage), None)
         columns = set(table.user_columns) if table is not None else None
-        own = _own_conjuncts(select, subquery.alias_or_name, columns)
+        own = _own_conjuncts(select, alias_of(subquery, catalog.dialect), columns, catalog.dialect)
         # The snapshot's own column names, not a star: whatever reads the snapshot's
         # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
         names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
@@ -80,7 +80,7 @@ def _inner_join_select(subquery: exp.Subquery) -> exp.Select | None:
     return select
 
 
-def _own_conjuncts(select: exp.Select, alias: str, columns: set[str] | None) -> list[exp.Expression]:
+def _own_conjuncts(select: exp.Select, alias: str, columns: set[str] | None, dialect: str) -> list[exp.Expression]:
     """Copies of the WHERE conjuncts of `select` that read only columns of the source
     named `alias`: names among `columns`, the table's own, qualified by the alias or not
     at all (an unqualified name the table has binds to it, or is ambiguous, which the
@@ -97,7 +97,7 @@ def _own_conjuncts(select: exp.Select, alias: str, columns: set[str] | None) -> 
         refs = list(conjunct.find_all(exp.Column))
         if not refs:
             continue
-        if all(_is_own(c, alias, columns) for c in refs):
+        if all(_is_own(c, alias, columns, dialect) for c in refs):
             copy = conjunct.copy()
             for column in copy.find_all(exp.Column):
                 column.set("table", None)
@@ -105,12 +105,12 @@ def _own_conjuncts(select: exp.Select, alias: str, columns: set[str] | None) -> 
     return kept
 
 
-def _is_own(column: exp.Column, alias: str, columns: set[str] | None) -> bool:
+def _is_own(column: exp.Column, alias: str, columns: set[str] | None, dialect: str) -> bool:
     if column.args.get("db") or column.args.get("catalog") or not isinstance(column.this, exp.Identifier):
         return False
     if columns is None or normalize(column.name) not in columns:
         return False  # not the table's: the query's own copy reports it, in its terms
-    return not column.table or normalize(column.table) == normalize(alias)
+    return not column.table or qualifier_of(column, dialect) == alias  # "MixedT" and mixedt are two tables
 
 
 def _safe(conjunct: exp.Expression) -> bool:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, generated_expression, normalize, written_name
+from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, alias_of, generated_expression, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
@@ -78,7 +78,8 @@ def cache_insert(table: TableDef, source: exp.Select) -> exp.Insert:
 
 
 def _rowid_default(table: TableDef) -> exp.Expression:
-    return exp.Anonymous(this="nextval", expressions=[exp.Literal.string(table.rowid_sequence)])
+    # nextval reads its argument as a name, folded unless quoted: quoted, "MixedT_rowid_seq" stays itself.
+    return exp.Anonymous(this="nextval", expressions=[exp.Literal.string(exp.to_identifier(table.rowid_sequence, quoted=True).sql())])
 
 
 def undo(table: TableDef) -> exp.Expression:
@@ -368,10 +369,10 @@ def _without_generated(table: TableDef, listed: list[str], source: exp.Expressio
 ROW = "tq_row"
 
 
-def _requalified(expression: exp.Expression, table: TableDef, qualifier: str) -> exp.Expression:
+def _requalified(expression: exp.Expression, table: TableDef, qualifier: str, dialect: str) -> exp.Expression:
     """`expression` with each column reference naming `qualifier`'s column of that name."""
     def swap(node: exp.Expression) -> exp.Expression:
-        return column(table.named(node.name), qualifier) if isinstance(node, exp.Column) else node
+        return column(table.named(node, dialect), qualifier) if isinstance(node, exp.Column) else node
     return expression.transform(swap)
 
 
@@ -395,7 +396,7 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
         if col is None or col.generated is None:
             projections.append(column(name, ROW))
             continue
-        computed = _requalified(generated_expression(col, dialect), table, ROW)
+        computed = _requalified(generated_expression(col, dialect), table, ROW, dialect)
         try:
             kind = data_type(col.type_sql, dialect)
         except Exception:
@@ -511,10 +512,10 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash,
                    dialect: str) -> tuple[exp.Select, str]:
     ref = tree.this
-    alias = normalize(ref.alias_or_name)  # generated references quote it, so fold it as the engine would
+    alias = alias_of(ref, dialect)  # generated references quote it, so fold it as the engine would
     if formulation is Formulation.AUTO:
-        formulation = formulation_for(table, tree.args.get("where"), ref.alias_or_name)
-    point = pinned_key(table, tree.args.get("where"), ref.alias_or_name) if formulation is Formulation.RANK else None
+        formulation = formulation_for(table, tree.args.get("where"), ref)
+    point = pinned_key(table, tree.args.get("where"), ref) if formulation is Formulation.RANK else None
     snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias))))
     select = exp.select().from_(snap)
     for source in _sources(tree):
