@@ -164,3 +164,33 @@ def test_a_serializable_schema_change_certifies_its_reads_in_commit_order(connec
     assert isinstance(results["a"], tique.SerializationFailure), results
     assert not _changed(native, "create-table")
     assert rows(connect(), "SELECT k, v FROM kv ORDER BY k") == [(1, 1), (2, 0)]
+
+
+def test_a_serializable_transaction_scans_tables_it_creates_and_drops(connect: Connect, native: Native) -> None:
+    """Scans are certified against the committed state, where a table the transaction
+    created does not exist yet and one it dropped still does: both commit, and a
+    concurrent write into the dropped table, which it scanned, fails the commit."""
+    setup = connect(autocommit=True)
+    run(setup, "CREATE TABLE old (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(setup, "INSERT INTO old VALUES (1, 1)")
+    for concurrent in (False, True):
+        conn, other = connect(isolation_level="serializable"), connect()
+        assert rows(conn, "SELECT count(*) FROM old") == [(1,)]
+        run(conn, "CREATE TABLE fresh (id INTEGER PRIMARY KEY, v INTEGER)")
+        run(conn, "INSERT INTO fresh SELECT id, v FROM old")
+        assert rows(conn, "SELECT count(*) FROM fresh") == [(1,)]
+        if concurrent:  # before the DROP: PostgreSQL's DROP blocks writers of the table, natively too
+            run(other, "INSERT INTO old VALUES (2, 2)")
+            other.commit()
+        run(conn, "DROP TABLE old")
+        if concurrent:
+            with pytest.raises(tique.SerializationFailure):
+                conn.commit()
+            assert native("SELECT name FROM tq_tables WHERE name IN ('old', 'fresh') ORDER BY name") == [("old",)]
+            assert rows(connect(), "SELECT id FROM old ORDER BY id") == [(1,), (2,)]
+        else:
+            conn.commit()
+            assert native("SELECT name FROM tq_tables WHERE name IN ('old', 'fresh') ORDER BY name") == [("fresh",)]
+            run(setup, "DROP TABLE fresh")
+            run(setup, "CREATE TABLE old (id INTEGER PRIMARY KEY, v INTEGER)")
+            run(setup, "INSERT INTO old VALUES (1, 1)")

@@ -367,9 +367,11 @@ class Connection:
             reads = reads.merge(txn.shared_set)
         if not reads:
             return None
-        keyed = [(self._catalog[name], key) for name, key in reads.keyed()
-                 if name in self._catalog and storable(self._catalog[name], key, self._backend.dialect)]
-        scanned = [self._catalog[name] for name in sorted(reads.scans) if name in self._catalog]
+        # A table the transaction dropped is certified as it read it (others write that one).
+        tables = {**self._catalog, **txn.dropped}
+        keyed = [(tables[name], key) for name, key in reads.keyed()
+                 if name in tables and storable(tables[name], key, self._backend.dialect)]
+        scanned = [tables[name] for name in sorted(reads.scans) if name in tables]
         return ReadsToCertify(keyed, scanned)
 
     def _reexecute(self, failed: Transaction) -> None:
@@ -1134,6 +1136,8 @@ class Connection:
         self._backend.execute(self._raw, compiled.sql, compiled.values((), context))
 
     def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None, cascade: bool = False) -> None:
+        if txn is not None and name in self._catalog:
+            txn.dropped.setdefault(name, self._catalog[name])
         if ddl.drop_table(self._backend, self._raw, name, if_exists, statement, cascade) and txn is not None:
             txn.written.discard(name)  # its rows went with it: no write-set for them
 

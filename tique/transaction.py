@@ -194,6 +194,8 @@ class Transaction:
     # Tique objects whose schema this transaction changed (DDL inside it, tique/ddl.py):
     # its engine transaction carries the change, so the commit commits it even without writes.
     schema_changed: set[str] = field(default_factory=set)
+    # Tables it dropped, as it first knew them: its reads of them are certified at commit.
+    dropped: dict[str, TableDef] = field(default_factory=dict)
     # SERIALIZABLE: what the transaction has read (tique/read_sets.py); None at other levels.
     read_set: ReadSet | None = None
     # Rows read FOR SHARE / FOR KEY SHARE (tique/rewrite/locks.py), certified at every level;
@@ -605,10 +607,17 @@ def commit_schema_change(backend: Backend, raw: Any, txn: Transaction, tables: l
                 pause.hold("certifying")
             if "no-certify" not in faults:
                 if reads is not None:
-                    with step(side, "certify reads"):
+                    # A table this transaction created is one nobody else can have written. One
+                    # it dropped (or replaced) is not read by its cache, which the engine
+                    # transaction no longer has (and PostgreSQL keeps locked from other
+                    # sessions until it ends): any concurrent committer counts as its writer.
+                    scanned = [t for t in reads.scanned if t.name not in txn.schema_changed]
+                    check = sql.reads.certify(scanned)
+                    with step(raw, "certify reads"):
                         oracle.await_predecessors(side, cts, timeout)
-                        check = sql.reads.certify(reads.scanned)
                         read_conflict = bool(backend.fresh_rows(raw, check.sql, check.values((), ctx)))
+                        if not read_conflict and any(t.name in txn.dropped for t in reads.scanned):
+                            read_conflict = bool(backend.fresh_rows(raw, _ANY_CONCURRENT_COMMITTER, [txn.txid, ctx["tq_sts"], cts]))
                 if not read_conflict and hashes:
                     from tique.ddl import committed_conflict
                     with step(raw, "certify"):
@@ -658,6 +667,11 @@ def commit_schema_change(backend: Backend, raw: Any, txn: Transaction, tables: l
             if owner is not raw:
                 _end_quietly(backend, raw, txn.txid)  # the registration taken on `raw` (PostgreSQL)
     return cts
+
+
+# A transaction other than $1 that committed, or is committing, between $2 and $3.
+_ANY_CONCURRENT_COMMITTER = ("SELECT 1 FROM tq_write_sets AS theirs LEFT JOIN tq_outcome AS o ON o.cts = theirs.cts "
+                             "WHERE theirs.txid <> $1 AND theirs.cts > $2 AND theirs.cts < $3 AND (o.did_commit IS NULL OR o.did_commit) LIMIT 1")
 
 
 class _Refused(Exception):
