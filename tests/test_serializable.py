@@ -147,11 +147,11 @@ def test_point_reads_of_a_composite_key(connect: Connect) -> None:
 
 
 def test_a_failed_serializable_commit_leaves_no_schema_change(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
-    """A SERIALIZABLE transaction reads the doctors on call and copies them into a new table;
-    a concurrent commit changes what it read, so its commit must fail, and then the database
-    must be as if it never ran: no table roster. Reads are certified after the engine commit
-    that makes a schema change permanent, so tique refuses the schema change inside a
-    SERIALIZABLE transaction, and the transaction leaves nothing."""
+    """A SERIALIZABLE transaction reads the doctors on call and copies them into a new table
+    (or just creates one); a concurrent commit writes what it read, so its commit must fail,
+    and then the database must be as if it never ran: no table roster. A schema-changing
+    transaction is certified before the engine commit that makes its schema change
+    permanent (tique/transaction.py, commit_schema_change)."""
     _doctors(connect)
     conn, other = connect(isolation_level="serializable"), connect()
     for ddl in ("CREATE TABLE roster AS SELECT id FROM doctors WHERE on_call", "CREATE TABLE roster (id INTEGER PRIMARY KEY)"):
@@ -159,7 +159,7 @@ def test_a_failed_serializable_commit_leaves_no_schema_change(connect: Connect, 
         failed: list[BaseException] = []
         try:
             run(conn, ddl)
-            run(other, "UPDATE doctors SET on_call = NOT on_call WHERE id = 1")
+            run(other, "UPDATE doctors SET on_call = on_call WHERE id = 1")  # a write of a row it read
             other.commit()
             conn.commit()
         except tique.Error as error:
@@ -168,8 +168,13 @@ def test_a_failed_serializable_commit_leaves_no_schema_change(connect: Connect, 
         assert failed, "the commit succeeded although a concurrent commit changed what it read"
         assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == [], f"{failed[0]!r} left the schema change"
         assert "roster" not in connect().tables
-        assert isinstance(failed[0], tique.NotSupportedError), failed
-        assert "SERIALIZABLE" in str(failed[0]) and "tq_" not in str(failed[0])
+        assert isinstance(failed[0], tique.SerializationFailure), failed
+        assert "tq_" not in str(failed[0])
+    # Without a conflict the same transaction commits its schema change.
+    assert run(conn, "SELECT count(*) FROM doctors WHERE on_call") == [(2,)]
+    run(conn, "CREATE TABLE roster0 AS SELECT id FROM doctors WHERE on_call")
+    conn.commit()
+    assert run(connect(), "SELECT id FROM roster0 ORDER BY id") == [(1,), (2,)]
     run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
     other.commit()
     # Between transactions a CREATE TABLE ... AS SELECT is a transaction of its own, at any level.
@@ -184,24 +189,26 @@ def test_a_failed_serializable_commit_leaves_no_schema_change(connect: Connect, 
     assert run(connect(), "SELECT id FROM roster2") == [(2,)]
 
 
-def test_schema_change_and_read_for_share_exclude_each_other(connect: Connect, engine: str,
-                                                             native: Callable[[str], list[tuple]]) -> None:
-    """Rows read FOR SHARE are certified after the engine commit at every level, like a
-    SERIALIZABLE read-set: a schema change after them, or they after one, is refused."""
+def test_schema_change_and_read_for_share_combine(connect: Connect, engine: str, native: Callable[[str], list[tuple]]) -> None:
+    """Rows read FOR SHARE are certified like a SERIALIZABLE read-set, before the engine
+    commit of a schema change in the same transaction: a concurrent write of them fails
+    the commit and leaves no schema change; without one, both commit."""
     if engine != "postgres":
         pytest.skip("PostgreSQL only: DuckDB and MonetDB have no locking reads")
     _doctors(connect)
-    conn = connect()
+    conn, other = connect(), connect()
     assert run(conn, "SELECT on_call FROM doctors WHERE id = 1 FOR SHARE") == [(True,)]
-    with pytest.raises(tique.NotSupportedError, match="FOR SHARE"):
-        run(conn, "CREATE TABLE roster (id INTEGER PRIMARY KEY)")
-    conn.rollback()
+    run(conn, "CREATE TABLE roster (id INTEGER PRIMARY KEY)")
+    run(other, "UPDATE doctors SET on_call = FALSE WHERE id = 1")
+    other.commit()
+    with pytest.raises(tique.SerializationFailure):
+        conn.commit()
+    assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == []
     run(conn, "BEGIN")
     run(conn, "CREATE TABLE roster (id INTEGER PRIMARY KEY)")
-    with pytest.raises(tique.NotSupportedError, match="FOR SHARE"):
-        run(conn, "SELECT on_call FROM doctors WHERE id = 1 FOR SHARE")
-    conn.rollback()
-    assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == []
+    assert run(conn, "SELECT on_call FROM doctors WHERE id = 2 FOR SHARE") == [(True,)]
+    conn.commit()
+    assert native("SELECT name FROM tq_tables WHERE name = 'roster'") == [("roster",)]
 
 
 def test_read_of_an_absent_key_conflicts_with_its_insert(connect: Connect) -> None:

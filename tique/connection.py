@@ -14,7 +14,7 @@ from tique.backends import open_database
 from tique.backends.base import Backend
 from tique.catalog import CatalogSnapshot, TableDef
 from tique.cursor import Cursor
-from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, describe, redact
+from tique.errors import InterfaceError, ProgrammingError, describe, redact
 from tique.isolation import IsolationLevel, parse_level, supported
 from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, LockingReadPlan, NativePlan, ObjectPlan, Plan, ReadPlan,
                            WritePlan, batch_rows, batched, make_plan, plan_statement)
@@ -25,7 +25,7 @@ from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
 from tique.session import UNBOUND_STS, UNBOUND_TXID, Counters, Unbound, step
 from tique.read_sets import ReadSet, ReadShape, storable
-from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_writer, key_violation,
+from tique.transaction import (BufferedWrite, CommitPause, CommitStatements, ReadsToCertify, Transaction, commit_schema_change, commit_writer, key_violation,
                                release, reserve, run_write)
 
 # Debug faults (negative controls for consistency checkers), never on by default:
@@ -327,10 +327,15 @@ class Connection:
             return
         if txn.buffered:
             self._flush_buffered(txn)
-        if txn.written and txn.schema_changed and "no-certify" not in self.faults:
-            self._precertify(txn)
         if txn.schema_changed:
             self._backend.catalog_committing()
+        reads = self._reads_to_certify(txn)
+        if txn.schema_changed and (txn.written or reads is not None):
+            # Decided before the engine commit that makes the schema change permanent.
+            tables = [self._catalog[name] for name in sorted(txn.written)]
+            self._last_commit_ts = commit_schema_change(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout,
+                                                        self.faults, reads, self.commit_pause)
+            return
         if txn.engine_open and not txn.written:  # writes that wrote nothing: nothing to commit
             txn.engine_open = False
             with step(self._raw, "engine commit"):
@@ -343,7 +348,7 @@ class Connection:
         if txn.written or txn.shared_set:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults,
-                                                 self._reads_to_certify(txn), self.commit_pause)
+                                                 reads, self.commit_pause)
         elif txn.reserved_cts is not None:  # a re-execution that wrote nothing gives its timestamp back
             release(self._backend, self._raw, txn.txid, txn.reserved_cts, self.commit_timeout)
         else:
@@ -362,9 +367,11 @@ class Connection:
             reads = reads.merge(txn.shared_set)
         if not reads:
             return None
-        keyed = [(self._catalog[name], key) for name, key in reads.keyed()
-                 if name in self._catalog and storable(self._catalog[name], key, self._backend.dialect)]
-        scanned = [self._catalog[name] for name in sorted(reads.scans) if name in self._catalog]
+        # A table the transaction dropped is certified as it read it (others write that one).
+        tables = {**self._catalog, **txn.dropped}
+        keyed = [(tables[name], key) for name, key in reads.keyed()
+                 if name in tables and storable(tables[name], key, self._backend.dialect)]
+        scanned = [tables[name] for name in sorted(reads.scans) if name in tables]
         return ReadsToCertify(keyed, scanned)
 
     def _reexecute(self, failed: Transaction) -> None:
@@ -812,8 +819,6 @@ class Connection:
             shape = plan.read.reads if isinstance(plan, LockingReadPlan) else plan.reads
             self._note_reads(txn, shape, params)
         if isinstance(plan, LockingReadPlan) and (plan.shared.scans or plan.shared.points):
-            if txn.schema_changed:
-                raise NotSupportedError(describe(sql, f"a read FOR SHARE after a schema change in the same transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
             if txn.shared_set is None:
                 txn.shared_set = ReadSet()
             txn.shared_set.note(plan.shared, params)
@@ -1072,8 +1077,6 @@ class Connection:
         verb = statement.split(None, 1)[0].upper() if statement.strip() else "DDL"
         if txn.read_only:
             raise errors.InternalError(describe(statement, f"cannot execute {verb} in a read-only transaction"))
-        if not alone:
-            _refuse_schema_change_certified_after_commit(txn, statement, verb)
         if txn.buffered:  # the writes before it run before it, as written
             self._flush_buffered(txn)
         self._open_engine_transaction(txn)
@@ -1084,8 +1087,7 @@ class Connection:
             if isinstance(plan, CreateAsPlan):
                 # A statement in a transaction of its own reads one snapshot and writes only a
                 # table no other transaction can see before it commits: serializable at its
-                # snapshot, so its reads are not certified (which would come after its engine
-                # commit had made the new table permanent).
+                # snapshot, so its reads are not certified.
                 if txn.level is IsolationLevel.SERIALIZABLE and not alone:
                     self._note_reads(txn, plan.reads, params)
                 self._apply_create_as(plan, statement, params, txn)
@@ -1128,6 +1130,8 @@ class Connection:
         self._backend.execute(self._raw, compiled.sql, compiled.values((), context))
 
     def _drop_table(self, name: str, if_exists: bool, statement: str, txn: Transaction | None, cascade: bool = False) -> None:
+        if txn is not None and name in self._catalog:
+            txn.dropped.setdefault(name, self._catalog[name])
         if ddl.drop_table(self._backend, self._raw, name, if_exists, statement, cascade) and txn is not None:
             txn.written.discard(name)  # its rows went with it: no write-set for them
 
@@ -1175,29 +1179,11 @@ class Connection:
         run_write(backend, raw, fill, (), txn.write_context(), statement)
         txn.written.add(name)
 
-    def _precertify(self, txn: Transaction) -> None:
-        """See ddl.committed_conflict: a conflict found here rolls back the schema change too."""
-        mine = ddl.own_write_set(self._backend, [self._catalog[name] for name in txn.written])
-        hashes = [int(h) for (h,) in self._backend.rows(self._raw, mine.sql, mine.values((), {"tq_txid": txn.txid, "tq_cts": 0}))]
-        if ddl.committed_conflict(self._backend, self._raw, txn.txid, txn.certification_sts, hashes):
-            self._abandon(txn)
-            raise errors.SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write "
-                                              "to the same key first (first committer wins); the transaction was rolled back, its schema change with it")
-
     def _schema_change_lost(self, txn: Transaction, failure: errors.SerializationFailure) -> None:
-        """A transaction that changed the schema failed to commit. If the engine aborted its
-        engine transaction (a conflict, the failure's cause), the schema change went with it.
-        If it lost certification, its engine transaction had committed: the rows it wrote
-        stay invisible (the abort outcome), but a schema change takes effect at its engine
-        commit and cannot be taken back, so the failure says that it stays."""
-        if not txn.schema_changed:  # already rolled back with the engine transaction (_precertify)
-            return
-        engine_committed = failure.__cause__ is None
-        changed = ", ".join(sorted(txn.schema_changed))
-        self._schema_change_over(txn, committed=engine_committed)
-        if engine_committed:
-            failure.args = (f"{failure.args[0] if failure.args else failure}; its schema change ({changed}) had committed with "
-                            "its writes and stays: tique certifies writes after their engine commit",)
+        """A transaction that changed the schema failed to commit: it was decided before the
+        engine commit that would have made the schema change permanent (commit_schema_change),
+        so the schema change was rolled back with its writes."""
+        self._schema_change_over(txn, committed=False)
 
     def _schema_change_over(self, txn: Transaction, committed: bool) -> None:
         """The engine transaction holding `txn`'s schema change ended."""
@@ -1217,27 +1203,6 @@ class Connection:
                 backend.cache_state.forget(name)
         _forget_commit_statements(backend)
         self._load_catalog()
-
-
-# Why a schema change cannot join a transaction whose reads are certified: certification
-# runs after the engine commit (tique/transaction.py, step 3), and a schema change takes
-# effect at that engine commit, while rows only at the outcome row. A commit that then
-# failed would leave the schema change in place, not "as if the transaction never ran".
-# Writes are checked before the engine commit of a schema change (Connection._precertify),
-# so at READ COMMITTED and SNAPSHOT DDL joins the transaction; only a writer of the same key
-# certifying at the same moment slips past that check (ddl.committed_conflict).
-_CERTIFIED_AFTER_COMMIT = ("tique certifies the transaction's reads after the engine commit that makes a schema change take effect, "
-                           "so a commit that failed certification could not undo it; change the schema between transactions "
-                           "(it then commits on its own) or in a READ COMMITTED or REPEATABLE READ transaction")
-
-
-def _refuse_schema_change_certified_after_commit(txn: Transaction, statement: str, verb: str) -> None:
-    """NotSupportedError for DDL inside a transaction whose reads commit certifies: at
-    SERIALIZABLE (its read-set), or after rows read FOR SHARE."""
-    if txn.level is IsolationLevel.SERIALIZABLE:
-        raise NotSupportedError(describe(statement, f"{verb} inside a SERIALIZABLE transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
-    if txn.shared_set:
-        raise NotSupportedError(describe(statement, f"{verb} after a read FOR SHARE in the same transaction is not supported: {_CERTIFIED_AFTER_COMMIT}"))
 
 
 def _ddl_target(plan: CreatePlan | CreateAsPlan | DropPlan | ObjectPlan) -> str:

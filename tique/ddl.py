@@ -18,8 +18,6 @@ from sqlglot import exp
 from tique.backends.base import Backend
 from tique.catalog import ROWID, Column, TableDef, canonical_ddl, declared_name, normalize, parse_catalog_row, same_name
 from tique.errors import ProgrammingError, describe
-from tique.rewrite.params import Compiled
-from tique.rewrite.templates import table_template
 
 
 def named_as(backend: Backend, column: str = "name") -> str:
@@ -185,25 +183,14 @@ def drop_object(backend: Backend, raw: Any, name: str, kind: str, if_exists: boo
     return True
 
 
-def own_write_set(backend: Backend, tables: list[TableDef]) -> Compiled:
-    """The hashed keys of the transaction's writes, computed from the caches inside its
-    engine transaction (the write-set it would log at commit)."""
-    parts = [table_template("common/write_set.sql", t, t.physical_columns, backend.key_hash)[0] for t in sorted(tables, key=lambda t: t.name)]
-    union = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return backend.compile(exp.select("key_hash").distinct().from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("mine")))))
-
-
 def committed_conflict(backend: Backend, raw: Any, txid: int, sts: int, hashes: list[int]) -> bool:
     """Whether another transaction has logged a write to one of `hashes` with a commit
     timestamp after `sts` and not aborted: certification's question (common/certify.sql),
     asked of the newest committed state, before our own write-set is logged.
 
-    A transaction that changed the schema asks it before its engine commit, so a conflict
-    committed first rolls the schema change back with the writes. Certification proper
-    comes after the engine commit, which a schema change cannot be taken back from: only
-    a writer certifying at the same moment slips past this check."""
+    A transaction that changed the schema certifies with it, after its own write-set was
+    logged and committed on a connection beside its engine transaction and before that
+    engine transaction commits (tique/transaction.py, commit_schema_change)."""
     for first in range(0, len(hashes), 500):
         chunk = hashes[first:first + 500]
         markers = ", ".join(f"${i + 3}" for i in range(len(chunk)))

@@ -116,6 +116,30 @@ No wait is unbounded: T waits only for lower timestamps (no cycle), each bounded
 owner's commit timeout, after which the waiter aborts it as publish does; meanwhile
 T's own timestamp may be aborted by its successors the same way, and its marker then
 loses (SerializationFailure).
+
+Schema-changing commits (commit_schema_change). A schema change inside a transaction
+(tique/ddl.py) joins its engine transaction, and becomes permanent at that engine's
+commit, which cannot be taken back; so a transaction carrying one is decided before it.
+Its write-set (and read-set) is logged under its commit timestamp on a connection beside
+the open engine transaction and committed there, alone (step 2 split in two); then it
+certifies, by reads of the newest committed state; then, certified, its outcome row goes
+into the engine transaction, whose one commit makes writes, schema change and outcome
+permanent together; refused, the engine transaction is rolled back (schema change with
+it) and an abort outcome logged. Then publish.
+Invariant: the write-set's own commit precedes the certification in the same
+transaction, as step 2 precedes step 3 for every writer, so of two overlapping writers
+of a key the one that certifies second sees the other: either this transaction sees the
+other's write-set (and is refused, leaving nothing), or the other sees ours, logged
+before we certified, whether or not we have committed yet, and aborts. No lock or wait
+serializes the two, so writers without a schema change pay nothing. Until our outcome
+row commits, our cache versions are uncommitted (invisible to everyone) and our
+write-set only makes others abort, as an undecided write-set always may. An engine
+commit that fails (a timeout resolver's abort outcome for our timestamp, a lost
+connection) leaves the engine transaction rolled back, or the resolver's abort in force.
+At SERIALIZABLE (and for rows read FOR SHARE) the read certification comes after the
+wait for every lower commit timestamp, as for any writer, and sees their write-sets and
+versions committed; our writes become visible only with our outcome: proof (a)-(c) above
+holds unchanged, so DDL is allowed at every level.
 """
 from __future__ import annotations
 
@@ -170,6 +194,8 @@ class Transaction:
     # Tique objects whose schema this transaction changed (DDL inside it, tique/ddl.py):
     # its engine transaction carries the change, so the commit commits it even without writes.
     schema_changed: set[str] = field(default_factory=set)
+    # Tables it dropped, as it first knew them: its reads of them are certified at commit.
+    dropped: dict[str, TableDef] = field(default_factory=dict)
     # SERIALIZABLE: what the transaction has read (tique/read_sets.py); None at other levels.
     read_set: ReadSet | None = None
     # Rows read FOR SHARE / FOR KEY SHARE (tique/rewrite/locks.py), certified at every level;
@@ -346,7 +372,7 @@ class ReadsToCertify:
     scanned: list[TableDef]
 
 
-COMMIT_STAGES = ("timestamp-taken", "certifying")
+COMMIT_STAGES = ("timestamp-taken", "certifying", "certified")
 
 
 @dataclass
@@ -356,7 +382,8 @@ class CommitPause(Pause):
     never in the write-set's request): `timestamp-taken` (commit timestamp taken,
     write-set not yet logged) or
     `certifying` (write-set logged, about to wait for lower commit timestamps and
-    certify its reads). The commit sets `reached` and runs nothing further until
+    certify its reads; a schema-changing commit: about to certify) or `certified` (a
+    schema-changing commit only: certified, its engine commit not yet sent). The commit sets `reached` and runs nothing further until
     `resume` is set, for at most `timeout` seconds, after which the commit fails (its
     timestamp given back as an abort), so neither side waits forever."""
     at: str
@@ -530,6 +557,131 @@ def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableD
         failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
         raise failure
     return cts
+
+
+def commit_schema_change(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
+                         timeout: float, faults: frozenset[str] = frozenset(), reads: ReadsToCertify | None = None,
+                         pause: CommitPause | None = None) -> int:
+    """Commits `txn`, whose engine transaction on `raw` holds a schema change as well as
+    writes (or reads to certify), deciding it before that engine transaction commits (see
+    the module's invariant, "Schema-changing commits"): a failed commit rolls the schema
+    change back with the writes. Returns the commit timestamp or raises SerializationFailure.
+    1. the write-set's hashes, read inside the engine transaction;
+    2. on a connection beside it: take the commit timestamp, log the write-set (and the
+       read-set) under it, and commit that, alone;
+    3. certify (reads in commit-timestamp order, as commit_writer does, then writes) by
+       reads of the newest committed state;
+    4. certified: the outcome row inside the engine transaction and its engine commit, which
+       makes writes, schema change and outcome permanent at once; else roll it back and log
+       an abort outcome;
+    5. publish."""
+    oracle = backend.oracle
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts, "tq_cts": 0}
+    hashes: list[int] = []
+    if tables:
+        query = sql.write_set_hashes(tables)
+        with step(raw, "write-set hashes"):
+            hashes = [int(h) for (h,) in backend.rows(raw, query.sql, query.values((), ctx))]
+    with backend.beside(raw) as side:
+        # The session holding the timestamp publishes it (PostgreSQL: its advisory lock); a
+        # priority re-execution took its reservation on `raw`.
+        owner = raw if txn.reserved_cts is not None else side
+        cts: int | None = txn.reserved_cts
+        conflict_on: str | None = None
+        read_conflict = False
+        try:
+            if cts is None:
+                with step(side, "take cts"):
+                    cts = oracle.take_commit_timestamp(side, txn.txid, timeout)
+            ctx["tq_cts"] = cts
+            if pause is not None:
+                pause.hold("timestamp-taken")
+            logged = [_write_set_insert(txn.txid, cts, hashes[first:first + 500]) for first in range(0, len(hashes), 500)]
+            logged += sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
+            if logged:
+                with step(side, "write-set + its own engine commit"):
+                    with backend.atomic(side):
+                        for text, values in logged:
+                            backend.execute(side, text, values)
+            if pause is not None:
+                pause.hold("certifying")
+            if "no-certify" not in faults:
+                if reads is not None:
+                    # A table this transaction created is one nobody else can have written. One
+                    # it dropped (or replaced) is not read by its cache, which the engine
+                    # transaction no longer has (and PostgreSQL keeps locked from other
+                    # sessions until it ends): any concurrent committer counts as its writer.
+                    scanned = [t for t in reads.scanned if t.name not in txn.schema_changed]
+                    check = sql.reads.certify(scanned)
+                    with step(raw, "certify reads"):
+                        oracle.await_predecessors(side, cts, timeout)
+                        read_conflict = bool(backend.fresh_rows(raw, check.sql, check.values((), ctx)))
+                        if not read_conflict and any(t.name in txn.dropped for t in reads.scanned):
+                            read_conflict = bool(backend.fresh_rows(raw, _ANY_CONCURRENT_COMMITTER, [txn.txid, ctx["tq_sts"], cts]))
+                if not read_conflict and hashes:
+                    from tique.ddl import committed_conflict
+                    with step(raw, "certify"):
+                        if committed_conflict(backend, raw, txn.txid, txn.certification_sts, hashes):
+                            conflict_on = _conflict_named(backend, raw, sql, tables, ctx)
+            if pause is not None:
+                pause.hold("certified")
+            if read_conflict or conflict_on is not None or not oracle.decide(owner, cts):
+                raise _Refused()
+            txn.engine_open = False
+            with step(raw, "outcome + engine commit"):
+                backend.commit_engine(raw, [(sql.outcome.sql, sql.outcome.values((), {**ctx, "tq_committed": True}))])
+        except BaseException as error:
+            _rollback_quietly(backend, raw, txn)
+            if cts is None:
+                _end_quietly(backend, raw, txn.txid)
+            else:
+                _give_back(backend, owner, txn.txid, cts, timeout)  # an abort outcome: nobody waits on it
+                if owner is not raw:
+                    _end_quietly(backend, raw, txn.txid)
+            if read_conflict:
+                raise SerializationFailure(f"could not serialize transaction {txn.txid}: a transaction that committed after it began wrote data it "
+                                           "read (SERIALIZABLE certifies reads); the transaction was rolled back, its schema change with it") from None
+            if conflict_on is not None:
+                failure = SerializationFailure(f"could not serialize transaction {txn.txid}: a concurrent transaction committed a write to the same "
+                                               f"{conflict_on} first (first committer wins); the transaction was rolled back, its schema change with it")
+                failure.lost_certification = True  # type: ignore[attr-defined]  # what priority mode retries
+                raise failure from None
+            if isinstance(error, _Refused) or (isinstance(error, Exception) and backend.is_unique_violation(error)):
+                raise SerializationFailure(f"transaction {txn.txid} was aborted: it held its commit timestamp longer than the commit timeout "
+                                           f"({timeout}s) and another client resolved it as aborted; its schema change was rolled back") from None
+            if isinstance(error, Exception) and backend.is_transient_conflict(error):
+                raise SerializationFailure(f"could not serialize transaction {txn.txid}: the engine aborted its writes for a concurrent change; "
+                                           "the transaction was rolled back") from error
+            if isinstance(error, Exception) and not isinstance(error, OperationalError):
+                raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
+            raise
+        try:
+            with step(owner, "publish"):
+                oracle.publish(owner, txn.txid, cts, timeout)
+        except BaseException as error:
+            txn.written.clear()  # decided: nothing is left to roll back
+            if isinstance(error, Exception) and not isinstance(error, OperationalError):
+                raise OperationalError(f"transaction {txn.txid} is committed, but waiting for its commit timestamp {cts} to become visible failed: {error}") from error
+            raise
+        finally:
+            if owner is not raw:
+                _end_quietly(backend, raw, txn.txid)  # the registration taken on `raw` (PostgreSQL)
+    return cts
+
+
+# A transaction other than $1 that committed, or is committing, between $2 and $3.
+_ANY_CONCURRENT_COMMITTER = ("SELECT 1 FROM tq_write_sets AS theirs LEFT JOIN tq_outcome AS o ON o.cts = theirs.cts "
+                             "WHERE theirs.txid <> $1 AND theirs.cts > $2 AND theirs.cts < $3 AND (o.did_commit IS NULL OR o.did_commit) LIMIT 1")
+
+
+class _Refused(Exception):
+    """Certification found a conflict, or a timeout resolver decided the timestamp first."""
+
+
+def _write_set_insert(txid: int, cts: int, hashes: list[int]) -> tuple[str, list[int]]:
+    """A plain multi-row INSERT ... VALUES of write-set rows: never an engine conflict."""
+    rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
+    return f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txid, cts, h)]
 
 
 def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,

@@ -249,6 +249,21 @@ class Backend(ABC):
         connection that is already gone (the engine then rolled it back itself)."""
 
     @contextlib.contextmanager
+    def beside(self, raw: Any) -> Iterator[Any]:
+        """A connection of its own next to `raw` (autocommit, counted with `raw`), closed
+        after the block: it commits while `raw`'s engine transaction stays open (a
+        schema-changing commit logs its write-set there, tique/transaction.py)."""
+        side = self.open()
+        side.counters = raw.counters
+        try:
+            yield side
+        finally:
+            try:
+                self.close_raw(side)
+            except Exception:
+                pass
+
+    @contextlib.contextmanager
     def atomic(self, raw: Any) -> Iterator[None]:
         """Runs the block's statements as one engine transaction (DDL, adopt)."""
         self.begin_engine(raw)
