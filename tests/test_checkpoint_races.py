@@ -24,8 +24,7 @@ from typing import Callable
 import tique
 from checkpoint_round import round_in_thread
 from sqlhelp import run_for_rows as run
-from tique.checkpoint import Checkpointer, PausePoint, checkpoint
-from tique.pause import Pause
+from tique.checkpoint import Checkpointer, PausePoint, ReaderWaitPause, checkpoint
 
 Connect = Callable[..., tique.Connection]
 WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
@@ -112,7 +111,7 @@ def test_a_round_waits_for_older_readers_and_purges_what_it_moved(connect: Conne
     delivered = [_deliver(second, 1, 2)]  # begun before the round's move
 
     checkpointer = Checkpointer(setup.backend)
-    checkpointer.reader_pause = pause = Pause(timeout=WAIT)
+    checkpointer.reader_pause = pause = ReaderWaitPause(timeout=WAIT)
     with round_in_thread(checkpointer, WAIT) as failures:
         try:
             if waits:

@@ -54,8 +54,9 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   stable cache version that replaces them (its start timestamp is at or above the
   stable timestamp), and that version stays until the purge.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
-  its time: a round of d seconds (less its wait for older readers) is followed by a wait of d * (1 - share) / share, at
-  least the configured interval and at most MAX_PACED_WAIT_S. Rounds cost about the same
+  its time: a round of d seconds (less its wait for older readers) is followed by a
+  wait of d * (1 - share) / share, at least the configured interval and at most
+  MAX_PACED_WAIT_S. Rounds cost about the same
   per statement whatever the rows, so fewer, larger rounds cost the foreground less; the
   caches still hold only the writes of a few rounds, since each round moves every
   stable version.
@@ -129,6 +130,18 @@ class PausePoint(Pause):
 
 
 @dataclass
+class ReaderWaitPause(Pause):
+    """Debug fault, off unless a test arms one on a Checkpointer: holds a round whose wait
+    for older readers (see the invariant) found one still running, before the wait's
+    bound starts counting, so a test can end that reader while the round waits. Neither
+    side waits forever, as with PausePoint."""
+
+    def hold(self) -> None:
+        if not self._held_until_resumed():
+            raise CheckpointPauseTimeout(f"checkpoint paused waiting for older readers for {self.timeout} s and was not resumed")
+
+
+@dataclass
 class _WaitingPurge:
     """Step 3 and the metadata purge of a round whose move is done, waiting for the
     transactions begun before `fence` to end (see the invariant, "Older readers")."""
@@ -165,9 +178,7 @@ class Checkpointer:
         self._metadata_tables = [_target(t) for t in template("common/checkpoint_purge_metadata.sql")]
         self._waiting: _WaitingPurge | None = None  # a purge waiting for older readers
         self.reader_wait_s = READER_WAIT_S  # see the invariant, "Older readers"
-        # Debug fault, off unless a test arms one: holds the round when its wait for older
-        # readers finds one still running, before the wait's bound starts counting.
-        self.reader_pause: Pause | None = None
+        self.reader_pause: ReaderWaitPause | None = None  # debug fault; None in normal use
         self._waited = 0.0  # seconds the current round spent waiting for older readers
 
     def close(self) -> None:
@@ -365,8 +376,8 @@ class Checkpointer:
         backend, raw = self.backend, self.raw
         if not backend.began_before(raw, fence):
             return True
-        if self.reader_pause is not None and not self.reader_pause._held_until_resumed():
-            raise CheckpointPauseTimeout(f"checkpoint paused waiting for older readers for {self.reader_pause.timeout} s and was not resumed")
+        if self.reader_pause is not None:
+            self.reader_pause.hold()
         began = time.monotonic()
         deadline = began + self.reader_wait_s
         pause = 0.001
