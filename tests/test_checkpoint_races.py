@@ -24,7 +24,7 @@ from typing import Callable
 import tique
 from checkpoint_round import round_in_thread
 from sqlhelp import run_for_rows as run
-from tique.checkpoint import Checkpointer, PausePoint, checkpoint
+from tique.checkpoint import Checkpointer, PausePoint, ReaderWaitPause, checkpoint
 
 Connect = Callable[..., tique.Connection]
 WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
@@ -96,6 +96,46 @@ def test_delivery_open_across_a_checkpoint_never_redelivers(engine: str, connect
     assert run(setup, "SELECT carrier, count(*) FROM orders WHERE carrier IS NOT NULL GROUP BY carrier ORDER BY carrier") == [(1, DISTRICTS), (2, DISTRICTS)]
     assert native("SELECT count(*) FROM new_order_cache") == [(0,)]
     assert native("SELECT count(*) FROM new_order_storage") == [(DISTRICTS * 3,)]
+
+
+def test_a_round_waits_for_older_readers_and_purges_what_it_moved(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
+    """The bounded wait of "Older readers": a round whose move finds an older Delivery
+    running waits for it (held there by a pause point until the Delivery has read,
+    written and committed), then purges what it moved in the same round instead of
+    leaving it to the next. Where the engine needs no wait, the round never waits."""
+    setup = _orders(connect)
+    waits = setup.backend.purge_waits_for_older_readers
+    first, second = connect(), connect()
+    assert [_deliver(first, d, 1) for d in range(1, DISTRICTS + 1)] == [1] * DISTRICTS
+    first.commit()
+    delivered = [_deliver(second, 1, 2)]  # begun before the round's move
+
+    checkpointer = Checkpointer(setup.backend)
+    checkpointer.reader_pause = pause = ReaderWaitPause(timeout=WAIT)
+    with round_in_thread(checkpointer, WAIT) as failures:
+        try:
+            if waits:
+                assert pause.reached.wait(WAIT) or failures, "the round did not wait for the older Delivery"
+                assert not failures, failures
+                # Moved, not yet purged: the older Delivery still reads each key once.
+                delivered.append(_deliver(second, 2, 2))
+                second.commit()
+        finally:
+            pause.resume.set()
+    checkpointer.close()
+    assert not failures, failures
+    assert pause.reached.is_set() == waits
+    if not waits:
+        delivered.append(_deliver(second, 2, 2))
+        second.commit()
+    assert delivered == [2, 2]
+    # The first Delivery's tombstones are gone after this one round; the second's, not
+    # yet stable when the round began, stay.
+    assert native("SELECT count(*) FROM new_order_cache WHERE tq_deleted") == [(2,)]
+    assert checkpointer._waiting is None
+    checkpoint(setup)
+    assert run(setup, "SELECT d, MIN(o) FROM new_order GROUP BY d ORDER BY d") == [(1, 3), (2, 3), (3, 2), (4, 2)]
+    assert native("SELECT count(*) FROM new_order_cache") == [(0,)]
 
 
 def test_deliveries_beside_new_orders_and_checkpoints_deliver_each_order_once(connect: Connect) -> None:

@@ -42,7 +42,8 @@ class TableSampler:
         checkpointer = _background.get(backend)
         if checkpointer is not None:
             sample["checkpointer"] = {"rounds": checkpointer.runs, "failures": checkpointer.failures,
-                                      "busy_s": round(checkpointer.busy_s, 3)}
+                                      "busy_s": round(checkpointer.busy_s, 3),
+                                      "waited_s": round(getattr(checkpointer, "waited_s", 0.0), 3)}
         return sample
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ rollback, not an abort.
 """
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -268,7 +269,9 @@ def _report_intervals(result: TpccRun, window: list[float], completed: list[int]
             count = completed[0]
         seconds = time.perf_counter() - began
         interval: dict[str, Any] = {"end_s": round(end - window[0], 3), "seconds": round(seconds, 3),
-                                    "completed": count - last_count, "txn_per_s": (count - last_count) / seconds}
+                                    "completed": count - last_count, "txn_per_s": (count - last_count) / seconds,
+                                    # on a shared machine, what the interval's throughput is read against
+                                    "load_1m": round(os.getloadavg()[0], 2)}
         if sampler is not None:
             try:
                 interval.update(sampler.sample())
