@@ -143,13 +143,30 @@ def _compared_doubles_normalized(tree: exp.Expression, schema: Schema) -> exp.Ex
     return standard if changed else None
 
 
-def _min_over_full_join(tree: exp.Expression) -> bool:
-    """A MIN (no window) in a query with a FULL JOIN: MonetDB's MIN over a column a FULL
-    JOIN pads with NULL can answer NULL though the column holds a value (SELECT MIN(a.c)
-    FROM t AS a FULL JOIN t AS b ON FALSE over one row), and no rewrite found makes it
-    answer by the standard."""
-    return (any(j.side == "FULL" for j in tree.find_all(exp.Join))
-            and any(not isinstance(m.parent, exp.Window) for m in tree.find_all(exp.Min)))
+
+
+def _ungrouped_min_reversed(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """Each MIN (no window) of a SELECT without GROUP BY whose family the generator recorded
+    (fuzz/generate.py) as the reverse of a MAX of the reversed values: -MAX(-x) for
+    numbers, DATE d0 - MAX(d0 - x) for dates. A MIN of text has no such reverse and stays."""
+    standard = tree.copy()
+    changed = False
+    for node in list(standard.find_all(exp.Min)):
+        select = node.find_ancestor(exp.Select)
+        if isinstance(node.parent, exp.Window) or select is None or select.args.get("group"):
+            continue
+        family = node.meta.get("family")
+        if family == "num":
+            def forth(e: exp.Expression) -> exp.Expression:
+                return exp.Neg(this=exp.Paren(this=e))
+        elif family == "date":
+            def forth(e: exp.Expression) -> exp.Expression:
+                return exp.Sub(this=exp.Cast(this=exp.Literal.string("1970-01-01"), to=exp.DataType.build("DATE")), expression=exp.Paren(this=e))
+        else:
+            continue
+        node.replace(exp.Paren(this=forth(exp.Max(this=forth(node.this.copy())))))
+        changed = True
+    return standard if changed else None
 
 
 DEPARTURES: tuple[Departure, ...] = (
@@ -183,10 +200,12 @@ DEPARTURES: tuple[Departure, ...] = (
               "MonetDB's join over stored DOUBLEs matches -0.0 and 0.0 as different values; SQL (IEEE) "
               "takes them as equal",
               None, _compared_doubles_normalized),
-    Departure("monetdb-min-over-full-join", frozenset({"monetdb"}),
-              "MonetDB's MIN of a column a FULL JOIN pads with NULL can be NULL although the column holds a "
-              "value (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE over one row gives NULL, SQL 1)",
-              None, _no_standard_statement, suspect=_min_over_full_join),
+    Departure("monetdb-ungrouped-min-of-descending-values", frozenset({"monetdb"}),
+              "MonetDB's MIN without GROUP BY answers NULL over values in descending order followed by NULLs "
+              "(INSERT 3, 1, NULL; SELECT MIN(a) gives NULL, SQL 1): it takes the last value of a column sorted "
+              "descending. A FULL JOIN's padding meets it too (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE "
+              "over one row). The reverse of MAX of the reversed values is SQL's MIN",
+              None, _ungrouped_min_reversed),
 )
 
 # A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set

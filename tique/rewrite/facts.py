@@ -15,6 +15,11 @@ _INTERNAL_INSERT_OF_QUERY = "tq_internal_insert_of_query"
 # On the subquery that stands for a tique table's snapshot (reads.replace_tables): the
 # name of the table's storage table.
 _SNAPSHOT_OF = "tq_snapshot_of"
+# On the expression that computes an ungrouped MIN as the reverse of a MAX (MonetDB,
+# rewrite/monetdb_min.py), whether the MIN was DISTINCT; on the MIN's argument inside it,
+# a mark: MonetDB's native column names follow the MIN as written.
+_REVERSED_MIN = "tq_reversed_min"
+_MIN_ARGUMENT = "tq_min_argument"
 
 
 def internal_insert(insert: exp.Insert) -> exp.Insert:
@@ -39,3 +44,27 @@ def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:
 def snapshot_of(node: exp.Expression) -> str | None:
     """The storage table of the table whose snapshot `node` is; None for other nodes."""
     return node.meta.get(_SNAPSHOT_OF) if isinstance(node, exp.Subquery) and node._meta else None
+
+
+def reversed_min(node: exp.Expression, argument: exp.Expression, distinct: bool) -> exp.Expression:
+    """Records that `node` computes MIN([DISTINCT] `argument`), `argument` being the node
+    inside it; returns `node`."""
+    node.meta[_REVERSED_MIN] = distinct
+    argument.meta[_MIN_ARGUMENT] = True
+    return node
+
+
+def is_reversed_min(node: exp.Expression) -> bool:
+    return bool(node._meta) and _REVERSED_MIN in node.meta
+
+
+def min_as_written(node: exp.Expression) -> exp.Min | None:
+    """The MIN that `node` computes (a copy, over its argument as it now stands); None for
+    other nodes."""
+    if not is_reversed_min(node):
+        return None
+    argument = next((n for n in node.bfs() if n is not node and n._meta and n.meta.get(_MIN_ARGUMENT)), None)
+    if argument is None:
+        return None
+    shown = argument.copy()
+    return exp.Min(this=exp.Distinct(expressions=[shown]) if node.meta[_REVERSED_MIN] else shown)

@@ -32,6 +32,7 @@ from sqlglot import exp
 from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
+from tique.rewrite.monetdb_min import reverse_ungrouped_min
 from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
@@ -145,6 +146,14 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
     return tree
 
 
+def reverse_min_on_monetdb(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """MonetDB: a MIN without GROUP BY becomes the reverse of a MAX, which MonetDB answers
+    right over every row order (tique/rewrite/monetdb_min.py)."""
+    if context.dialect == "monetdb" and isinstance(tree, _STATEMENTS):
+        return reverse_ungrouped_min(tree, context.catalog, context.statement, context.dialect)
+    return tree
+
+
 def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each tique table reference becomes its snapshot subquery (tique/rewrite/reads.py),
     read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py)."""
@@ -164,7 +173,8 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
     return read_storage(tree, context.catalog, context.clean)
 
 
-PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects)
+PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects,
+                             reverse_min_on_monetdb)
 READ: tuple[Pass, ...] = (replace_tables_with_snapshots, fence_snapshots_in_joins)
 STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots, fence_snapshots_in_joins)
-QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
+QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, reverse_min_on_monetdb, replace_tables_with_snapshots)

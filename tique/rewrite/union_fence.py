@@ -17,6 +17,14 @@ stands beside other relations in an inner join is fenced, and the WHERE conjunct
 read nothing but its own columns, with nothing that could fail or vary per evaluation,
 are copied inside the fence (the query keeps them too, so the fence only has to keep
 every row they keep, which it does).
+
+The nullable side of an outer join is fenced too (LIMIT only, nothing copied inside)
+when the statement has a set operation of its own: MonetDB (11.45) drops a branch of a
+set operation that groups an outer join by the padded side's columns when it takes that
+side for empty (`SELECT MAX(a.c) FROM t AS a LEFT JOIN e AS b ON TRUE GROUP BY b.c UNION
+ALL SELECT 7` over an empty `e` answers only 7, natively too). A snapshot is such a side
+far more often (a union of a storage and a cache that are empty or filtered to nothing by
+their statistics); behind the fence MonetDB keeps the padded group.
 """
 from __future__ import annotations
 
@@ -42,23 +50,55 @@ def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> ex
     """Wraps each scan snapshot (a UNION ALL marked by facts.snapshot) that shares an
     inner join with other relations in `SELECT its columns FROM (snapshot) AS tq_fenced
     [WHERE its own conjuncts] LIMIT 2^62`, keeping the snapshot's alias."""
-    for subquery in [s for s in tree.find_all(exp.Subquery) if facts.snapshot_of(s) is not None]:
+    snapshots = [s for s in tree.find_all(exp.Subquery) if facts.snapshot_of(s) is not None]
+    if snapshots and _has_own_set_operation(tree):
+        for subquery in snapshots:
+            if isinstance(subquery.this, exp.Union) and _padded_by_outer_join(subquery):
+                _fence(subquery, [])
+    for subquery in snapshots:
         select = _inner_join_select(subquery)
         if select is None or not isinstance(subquery.this, exp.Union):
             continue
         storage = facts.snapshot_of(subquery)
         table = next((t for t in catalog.tables.values() if t.storage == storage), None)
         columns = set(table.user_columns) if table is not None else None
-        own = _own_conjuncts(select, subquery.alias_or_name, columns)
-        # The snapshot's own column names, not a star: whatever reads the snapshot's
-        # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
-        names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
-        fence = exp.select(*names).from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
-        if own:
-            fence = fence.where(*own, copy=False)
-        fence = fence.limit(exp.Literal.number(NO_LIMIT), copy=False)
-        subquery.set("this", fence)
+        _fence(subquery, _own_conjuncts(select, subquery.alias_or_name, columns))
     return tree
+
+
+def _fence(subquery: exp.Subquery, own: list[exp.Expression]) -> None:
+    """`subquery`'s union read through the fence, `own` (conjuncts on its columns) inside."""
+    # The snapshot's own column names, not a star: whatever reads the snapshot's
+    # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
+    names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
+    fence = exp.select(*names).from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
+    if own:
+        fence = fence.where(*own, copy=False)
+    fence = fence.limit(exp.Literal.number(NO_LIMIT), copy=False)
+    subquery.set("this", fence)
+
+
+def _has_own_set_operation(tree: exp.Expression) -> bool:
+    """Whether `tree` holds a set operation that is not a snapshot's own union."""
+    for operation in tree.find_all(exp.SetOperation):
+        holder = operation.parent
+        if not (isinstance(holder, exp.Subquery) and facts.snapshot_of(holder) is not None):
+            return True
+    return False
+
+
+def _padded_by_outer_join(subquery: exp.Subquery) -> bool:
+    """Whether `subquery` is a side an outer join pads with NULLs: the right of a LEFT
+    join, a source before a RIGHT join, either side of a FULL join."""
+    holder = subquery.parent
+    if not isinstance(holder, (exp.From, exp.Join)) or not isinstance(holder.parent, exp.Select):
+        return False
+    joins = holder.parent.args.get("joins") or []
+    sides = [(j.side or "").upper() for j in joins]
+    if isinstance(holder, exp.Join):
+        index = next(i for i, j in enumerate(joins) if j is holder)
+        return sides[index] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[index + 1:])
+    return any(s in ("RIGHT", "FULL") for s in sides)
 
 
 def _inner_join_select(subquery: exp.Subquery) -> exp.Select | None:
