@@ -143,7 +143,20 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
     which gives it PostgreSQL's meaning on tique tables.)"""
     if context.dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
         raise ProgrammingError(describe(context.statement, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
+    if context.dialect == "monetdb" and any(_null_test_of_exists_in_condition(node) for node in tree.find_all(exp.Is)):
+        # MonetDB (11.45) filters `EXISTS (...) IS NULL` (or IS NOT NULL, or of a predicate
+        # holding an EXISTS) in a condition as if it read NOT EXISTS (EXISTS): `WHERE
+        # EXISTS (SELECT 1 FROM s WHERE s.c = t.c) IS NULL` keeps the rows no s matches,
+        # though EXISTS is never NULL; a CASE around it goes as wrong. An UPDATE ... FROM
+        # of that shape then writes rows it must not (case seed 9494028503).
+        raise NotSupportedError(describe(context.statement, "IS [NOT] NULL of a condition holding EXISTS, in a WHERE, ON or HAVING, "
+                                                            "is not supported on MonetDB, which evaluates it wrongly; EXISTS is never NULL"))
     return tree
+
+
+def _null_test_of_exists_in_condition(node: exp.Is) -> bool:
+    return (isinstance(node.expression, exp.Null) and node.this.find(exp.Exists) is not None
+            and node.find_ancestor(exp.Where, exp.Having, exp.Join) is not None)
 
 
 def reverse_min_on_monetdb(tree: exp.Expression, context: PassContext) -> exp.Expression:
