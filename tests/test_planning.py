@@ -152,7 +152,7 @@ def test_the_pass_lists_are_what_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(passes, "READ", tuple(recorded(p) for p in passes.READ))
         traced = make_plan(sql, backend, snapshot, Formulation.AUTO, frozenset())
         assert ran == ["expand_views", "alias_as_written", "name_output_columns_as_native", "expose_rowid", "refuse_engine_rejects",
-                       "replace_tables_with_snapshots", "fence_snapshots_in_joins"]
+                       "reverse_min_on_monetdb", "replace_tables_with_snapshots", "fence_snapshots_in_joins"]
         assert traced == plain
         monkeypatch.undo()
 

@@ -8,13 +8,14 @@ in one place which passes run, in which order:
 - PREPARE, on every statement the planner rewrites (after parsing, numbering the
   parameter markers and the DDL cases): the statement as tique reads it, its views
   expanded, its tique tables aliased as written, its unaliased output columns named as
-  the engine names them (DuckDB), DuckDB's rowid exposed, and refused if
-  the engine would reject it;
+  the engine names them (DuckDB), DuckDB's rowid exposed, refused if the engine
+  would reject it (or answer it wrongly), and on MonetDB each MIN without GROUP BY
+  computed as the reverse of a MAX;
 - READ, on a read of tique tables after PREPARE: its tables become their snapshots, and
   on MonetDB a scan snapshot beside other relations in an inner join is fenced;
 - QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
-  ... AS SELECT: its views expanded, its tables aliased as written and read through
-  their snapshots (never laterally);
+  ... AS SELECT: its views expanded, its tables aliased as written, MonetDB's
+  ungrouped MINs reversed, and its tables read through their snapshots (never laterally);
 - STORAGE_READ, on a read as PREPARE left it, for the variant that reads the tables in
   `clean` from storage directly (tique/cache_state.py): those tables become projections
   of their storage, the others their snapshots.
