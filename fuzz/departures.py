@@ -143,13 +143,58 @@ def _compared_doubles_normalized(tree: exp.Expression, schema: Schema) -> exp.Ex
     return standard if changed else None
 
 
-def _min_over_full_join(tree: exp.Expression) -> bool:
-    """A MIN (no window) in a query with a FULL JOIN: MonetDB's MIN over a column a FULL
-    JOIN pads with NULL can answer NULL though the column holds a value (SELECT MIN(a.c)
-    FROM t AS a FULL JOIN t AS b ON FALSE over one row), and no rewrite found makes it
-    answer by the standard."""
-    return (any(j.side == "FULL" for j in tree.find_all(exp.Join))
-            and any(not isinstance(m.parent, exp.Window) for m in tree.find_all(exp.Min)))
+
+
+def _ungrouped_min_reversed(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """Each MIN (no window) of a SELECT without GROUP BY whose family the generator recorded
+    (fuzz/generate.py) as the reverse of a MAX of the reversed values: -MAX(-x) for
+    numbers, DATE d0 - MAX(d0 - x) for dates. A MIN of text has no such reverse and stays."""
+    standard = tree.copy()
+    changed = False
+    for node in list(standard.find_all(exp.Min)):
+        select = node.find_ancestor(exp.Select)
+        if isinstance(node.parent, exp.Window) or select is None or select.args.get("group"):
+            continue
+        family = node.meta.get("family")
+        if family == "num":
+            def forth(e: exp.Expression) -> exp.Expression:
+                return exp.Neg(this=exp.Paren(this=e))
+        elif family == "date":
+            def forth(e: exp.Expression) -> exp.Expression:
+                return exp.Sub(this=exp.Cast(this=exp.Literal.string("1970-01-01"), to=exp.DataType.build("DATE")), expression=exp.Paren(this=e))
+        else:
+            continue
+        node.replace(exp.Paren(this=forth(exp.Max(this=forth(node.this.copy())))))
+        changed = True
+    return standard if changed else None
+
+
+def _padded_tables_as_projections(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """In a statement with a set operation, each table an outer join of a grouped SELECT
+    pads with NULLs read as `(SELECT * FROM table)`: MonetDB then keeps the padded group
+    (tique/rewrite/union_fence.py reads its snapshots so)."""
+    if tree.find(exp.SetOperation) is None:
+        return None
+    standard = tree.copy()
+    changed = False
+    for select in list(standard.find_all(exp.Select)):
+        joins = select.args.get("joins") or []
+        if not select.args.get("group") or not joins:
+            continue
+        sides = [(j.side or "").upper() for j in joins]
+        sources = [select.args.get("from_")] + joins
+        for index, source in enumerate(sources):
+            # the FROM is padded by a later RIGHT or FULL join; a join's own table by its
+            # own LEFT or FULL, or by a later RIGHT or FULL join
+            padded = (sides[index - 1] in ("LEFT", "FULL") if index else False) or any(s in ("RIGHT", "FULL") for s in sides[index:])
+            ref = source.this if source is not None else None
+            if not padded or not isinstance(ref, exp.Table):
+                continue
+            alias = ref.alias_or_name
+            plain = exp.Table(this=ref.this.copy())
+            ref.replace(exp.Subquery(this=exp.select("*").from_(plain), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+            changed = True
+    return standard if changed else None
 
 
 DEPARTURES: tuple[Departure, ...] = (
@@ -183,10 +228,17 @@ DEPARTURES: tuple[Departure, ...] = (
               "MonetDB's join over stored DOUBLEs matches -0.0 and 0.0 as different values; SQL (IEEE) "
               "takes them as equal",
               None, _compared_doubles_normalized),
-    Departure("monetdb-min-over-full-join", frozenset({"monetdb"}),
-              "MonetDB's MIN of a column a FULL JOIN pads with NULL can be NULL although the column holds a "
-              "value (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE over one row gives NULL, SQL 1)",
-              None, _no_standard_statement, suspect=_min_over_full_join),
+    Departure("monetdb-set-operation-loses-outer-join-null-group", frozenset({"monetdb"}),
+              "MonetDB drops the group an outer join padded with NULL from a branch of a set operation when it takes "
+              "the padded table for empty (SELECT MAX(a.c) FROM t AS a LEFT JOIN e AS b ON TRUE GROUP BY b.c UNION ALL "
+              "SELECT 7 over an empty e gives only 7); read through a projection, the table keeps it",
+              None, _padded_tables_as_projections),
+    Departure("monetdb-ungrouped-min-of-descending-values", frozenset({"monetdb"}),
+              "MonetDB's MIN without GROUP BY answers NULL over values in descending order followed by NULLs "
+              "(INSERT 3, 1, NULL; SELECT MIN(a) gives NULL, SQL 1): it takes the last value of a column sorted "
+              "descending. A FULL JOIN's padding meets it too (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE "
+              "over one row). The reverse of MAX of the reversed values is SQL's MIN",
+              None, _ungrouped_min_reversed),
 )
 
 # A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set

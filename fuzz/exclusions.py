@@ -62,45 +62,7 @@ def _aggregate_of_null(tree: exp.Expression) -> bool:
                for a in tree.find_all(exp.AggFunc) if not isinstance(a.parent, exp.Window))
 
 
-def _grouped_outer_join_in_a_set_operation(tree: exp.Expression) -> bool:
-    return tree.find(exp.SetOperation) is not None and any(
-        s.args.get("group") and any(j.side in ("LEFT", "RIGHT", "FULL") for j in s.args.get("joins") or ())
-        for s in tree.find_all(exp.Select))
-
-
-def _case_of_a_subquery_aggregate(tree: exp.Expression) -> bool:
-    return any(sub.find(exp.AggFunc) is not None for case in tree.find_all(exp.Case) for sub in case.find_all(exp.Subquery))
-
-
-def _min_aggregate(tree: exp.Expression) -> bool:
-    return any(not isinstance(m.parent, exp.Window) for m in tree.find_all(exp.Min))
-
-
 EXCLUSIONS: tuple[Exclusion, ...] = (
-    Exclusion("monetdb-min-of-snapshots",
-              "MonetDB's MIN can be NULL although its column holds values (natively over a FULL JOIN's padded "
-              "column: fuzz/departures.py, monetdb-min-over-full-join). Through tique, whose tables are read as "
-              "snapshots (a UNION ALL of storage and cache), it meets it more often: SELECT MIN(a.c3 + b.c0) FROM t0 "
-              "AS a LEFT JOIN t0 AS b ON b.c1 = a.c0 is 2.5 natively and NULL through tique, and SELECT MIN(-s.c0) "
-              "FROM t0 AS s (one table, no join; case seed 9494028566) -0.0 natively and NULL through tique. Until "
-              "tique's reads avoid it, no MIN (but in a window) is generated for MonetDB",
-              "open", rejects=_min_aggregate, engines=frozenset({"monetdb"})),
-    Exclusion("monetdb-case-of-subquery-aggregate-over-no-rows",
-              "MonetDB (11.45) answers SELECT t.c0, CASE WHEN t.c1 > t.c1 THEN t.c2 ELSE (SELECT COUNT(DISTINCT NULL >= -3 "
-              "AND NOT FALSE IS NULL) FROM t AS s WHERE s.c0 = t.c2) END FROM t WHERE t.c1 BETWEEN NULL AND -2 over an "
-              "empty t with one row of NULLs. tique runs a MonetDB UPDATE as a read of the new rows, then an insert of "
-              "them (tique/backends/monetdb.py, _insert_via_client), so the UPDATE with that SET and WHERE inserts the "
-              "row and fails ('NULL in a NOT NULL column') where native MonetDB updates no row; until the write path "
-              "is proof against it, no CASE holding an aggregate subquery is generated for MonetDB",
-              "open", rejects=_case_of_a_subquery_aggregate, engines=frozenset({"monetdb"})),
-    Exclusion("monetdb-set-operation-loses-outer-join-null-group",
-              "tique reads a table as its snapshot, a UNION ALL of storage and cache; MonetDB (11.45) loses the group "
-              "whose key an outer join padded with NULL when that UNION ALL is the padded side and the grouped query "
-              "is a branch of a set operation: SELECT MIN(a.c) FROM t AS a LEFT JOIN (SELECT c FROM t UNION ALL "
-              "SELECT c FROM e) AS b ON b.c = 8 GROUP BY b.c UNION ALL SELECT 7 gives only 7 (over t = {1.5}); "
-              "natively (b a plain table) MonetDB answers both rows, through tique it loses one. Until the "
-              "snapshot's shape avoids it, no grouped outer join in a set operation is generated for MonetDB",
-              "open", rejects=_grouped_outer_join_in_a_set_operation, engines=frozenset({"monetdb"})),
     Exclusion("monetdb-crashes-on-aggregate-of-null",
               "native MonetDB (11.45) crashes (the server process dies) on SELECT MIN(NULL) AS m FROM t ORDER BY m, "
               "on a grouped MAX((SELECT MIN(NULL) FROM t WHERE t.c)) over a derived table, and on WITH w AS (SELECT NULL "

@@ -984,15 +984,24 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
         projection = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in node.this.named_selects])
         projection = projection.from_(exp.Table(this=exp.to_identifier(storage, quoted=True)))
         swaps.append((node, exp.Subquery(this=projection, alias=alias.copy())))
-    if not swaps:
+    reversed_mins = [node for node in tree.find_all(exp.Paren) if facts.is_reversed_min(node)]
+    if not swaps and not reversed_mins:
         return None
     # The snapshots are most of the tree: swap them out, copy what is left, swap them back.
     for node, plain_node in swaps:
         node.replace(plain_node)
+    # An ungrouped MIN computed as the reverse of a MAX (rewrite/monetdb_min.py) is named
+    # natively as the MIN it stands for: each becomes that MIN, innermost first (a MIN's
+    # argument may hold another), over its argument as it now stands.
+    for node in reversed(reversed_mins):
+        written = facts.min_as_written(node)
+        assert written is not None
+        node.replace(written)
+        swaps.append((node, written))
     try:
         return tree.copy()
     finally:
-        for node, plain_node in swaps:
+        for node, plain_node in reversed(swaps):
             plain_node.replace(node)
 
 

@@ -21,6 +21,11 @@ _SNAPSHOT_OF = "tq_snapshot_of"
 # On the other snapshot subqueries, which no storage swap applies to: the one an UPDATE or
 # DELETE reads its target from (writes._target_source), and a lateral read's.
 _OTHER_SNAPSHOT = "tq_other_snapshot"
+# On the expression that computes an ungrouped MIN as the reverse of a MAX (MonetDB,
+# rewrite/monetdb_min.py), whether the MIN was DISTINCT; on the MIN's argument inside it,
+# a mark: MonetDB's native column names follow the MIN as written.
+_REVERSED_MIN = "tq_reversed_min"
+_MIN_ARGUMENT = "tq_min_argument"
 
 
 def internal_insert(insert: exp.Insert) -> exp.Insert:
@@ -70,3 +75,25 @@ def find_outside_snapshots(tree: exp.Expression, *types: type) -> Iterator[exp.E
         if node._meta and isinstance(node, exp.Subquery) and (_SNAPSHOT_OF in node._meta or _OTHER_SNAPSHOT in node._meta):
             continue
         queue.extend(node.iter_expressions())
+def reversed_min(node: exp.Expression, argument: exp.Expression, distinct: bool) -> exp.Expression:
+    """Records that `node` computes MIN([DISTINCT] `argument`), `argument` being the node
+    inside it; returns `node`."""
+    node.meta[_REVERSED_MIN] = distinct
+    argument.meta[_MIN_ARGUMENT] = True
+    return node
+
+
+def is_reversed_min(node: exp.Expression) -> bool:
+    return bool(node._meta) and _REVERSED_MIN in node.meta
+
+
+def min_as_written(node: exp.Expression) -> exp.Min | None:
+    """The MIN that `node` computes (a copy, over its argument as it now stands); None for
+    other nodes."""
+    if not is_reversed_min(node):
+        return None
+    argument = next((n for n in node.bfs() if n is not node and n._meta and n.meta.get(_MIN_ARGUMENT)), None)
+    if argument is None:
+        return None
+    shown = argument.copy()
+    return exp.Min(this=exp.Distinct(expressions=[shown]) if node.meta[_REVERSED_MIN] else shown)

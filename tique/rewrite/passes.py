@@ -9,13 +9,14 @@ in one place which passes run, in which order:
   parameter markers and the DDL cases): the statement as tique reads it, its views
   expanded, its tique tables aliased as written, its unaliased output columns named as
   the engine names them (DuckDB), DuckDB's rowid exposed, refused if the engine would
-  reject it, and (where the engine reads laterally) an inner join's narrow side put
-  before the table it pins;
+  reject it (or answer it wrongly), (where the engine reads laterally) an inner join's
+  narrow side put before the table it pins, and on MonetDB each MIN without GROUP BY
+  computed as the reverse of a MAX;
 - READ, on a read of tique tables after PREPARE: its tables become their snapshots, and
   on MonetDB a scan snapshot beside other relations in an inner join is fenced;
 - QUERY_OF_DDL, on the query of a CREATE VIEW (to check it once) or of a CREATE TABLE
-  ... AS SELECT: its views expanded, its tables aliased as written and read through
-  their snapshots (never laterally);
+  ... AS SELECT: its views expanded, its tables aliased as written, MonetDB's
+  ungrouped MINs reversed, and its tables read through their snapshots (never laterally);
 - STORAGE_READ, on a read as PREPARE left it, for the variant that reads the tables in
   `clean` from storage directly (tique/cache_state.py): those tables become projections
   of their storage, the others their snapshots.
@@ -34,6 +35,7 @@ from tique.catalog import CatalogSnapshot
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
 from tique.rewrite.lateral import narrow_side_first
+from tique.rewrite.monetdb_min import reverse_ungrouped_min
 from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
 from tique.rewrite.snapshot import Formulation
@@ -144,6 +146,27 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
     which gives it PostgreSQL's meaning on tique tables.)"""
     if context.dialect == "duckdb" and any(s.args.get("into") for s in tree.find_all(exp.Select)):
         raise ProgrammingError(describe(context.statement, 'syntax error at or near "INTO": DuckDB has no SELECT ... INTO; use CREATE TABLE ... AS SELECT'))
+    if context.dialect == "monetdb" and any(_null_test_of_exists_in_condition(node) for node in tree.find_all(exp.Is)):
+        # MonetDB (11.45) filters `EXISTS (...) IS NULL` (or IS NOT NULL, or of a predicate
+        # holding an EXISTS) in a condition as if it read NOT EXISTS (EXISTS): `WHERE
+        # EXISTS (SELECT 1 FROM s WHERE s.c = t.c) IS NULL` keeps the rows no s matches,
+        # though EXISTS is never NULL; a CASE around it goes as wrong. An UPDATE ... FROM
+        # of that shape then writes rows it must not (case seed 9494028503).
+        raise NotSupportedError(describe(context.statement, "IS [NOT] NULL of a condition holding EXISTS, in a WHERE, ON or HAVING, "
+                                                            "is not supported on MonetDB, which evaluates it wrongly; EXISTS is never NULL"))
+    return tree
+
+
+def _null_test_of_exists_in_condition(node: exp.Is) -> bool:
+    return (isinstance(node.expression, exp.Null) and node.this.find(exp.Exists) is not None
+            and node.find_ancestor(exp.Where, exp.Having, exp.Join) is not None)
+
+
+def reverse_min_on_monetdb(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """MonetDB: a MIN without GROUP BY becomes the reverse of a MAX, which MonetDB answers
+    right over every row order (tique/rewrite/monetdb_min.py)."""
+    if context.dialect == "monetdb" and isinstance(tree, _STATEMENTS):
+        return reverse_ungrouped_min(tree, context.catalog, context.statement, context.dialect)
     return tree
 
 
@@ -178,7 +201,7 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
 
 
 PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects,
-                              narrow_side_first_for_lateral)
+                              narrow_side_first_for_lateral, reverse_min_on_monetdb)
 READ: tuple[Pass, ...] = (replace_tables_with_snapshots, fence_snapshots_in_joins)
 STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots, fence_snapshots_in_joins)
-QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, replace_tables_with_snapshots)
+QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, reverse_min_on_monetdb, replace_tables_with_snapshots)

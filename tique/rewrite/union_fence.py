@@ -17,6 +17,19 @@ stands beside other relations in an inner join is fenced, and the WHERE conjunct
 read nothing but its own columns, with nothing that could fail or vary per evaluation,
 are copied inside the fence (the query keeps them too, so the fence only has to keep
 every row they keep, which it does).
+
+The nullable side of a grouped SELECT's outer join is read through a plain projection of
+its union (no LIMIT, nothing copied inside) when the statement has a set operation of its
+own: MonetDB
+(11.45) drops a branch of a set operation that groups an outer join by the padded side's
+columns when it takes that side for empty (`SELECT MAX(a.c) FROM t AS a LEFT JOIN e AS b
+ON TRUE GROUP BY b.c UNION ALL SELECT 7` over an empty `e` answers only 7, natively too).
+A snapshot is such a side far more often (a union of a storage and a cache that are empty
+or filtered to nothing by their statistics); read through a projection, MonetDB keeps the
+padded group. Only in a grouped SELECT: any such derived table (a projection, a LIMIT) on
+the padded side of an ungrouped branch makes MonetDB answer some set operations with no
+result set at all (`SELECT b.c FROM n AS a LEFT JOIN (SELECT c FROM t LIMIT 5) AS b ON TRUE
+UNION SELECT 19 + b.c FROM ...`, natively too), while grouped branches answer right.
 """
 from __future__ import annotations
 
@@ -42,23 +55,59 @@ def fence_joined_snapshots(tree: exp.Expression, catalog: CatalogSnapshot) -> ex
     """Wraps each scan snapshot (a UNION ALL marked by facts.snapshot) that shares an
     inner join with other relations in `SELECT its columns FROM (snapshot) AS tq_fenced
     [WHERE its own conjuncts] LIMIT 2^62`, keeping the snapshot's alias."""
-    for subquery in [s for s in facts.find_outside_snapshots(tree, exp.Subquery) if facts.snapshot_of(s) is not None]:
+    snapshots = [s for s in facts.find_outside_snapshots(tree, exp.Subquery) if facts.snapshot_of(s) is not None]
+    if snapshots and _has_own_set_operation(tree):
+        for subquery in snapshots:
+            if isinstance(subquery.this, exp.Union) and _padded_in_grouped_outer_join(subquery):
+                _fence(subquery, [], limit=False)
+    for subquery in snapshots:
         select = _inner_join_select(subquery)
         if select is None or not isinstance(subquery.this, exp.Union):
             continue
         storage = facts.snapshot_of(subquery)
         table = next((t for t in catalog.tables.values() if t.storage == storage), None)
         columns = set(table.user_columns) if table is not None else None
-        own = _own_conjuncts(select, alias_of(subquery, catalog.dialect), columns, catalog.dialect)
-        # The snapshot's own column names, not a star: whatever reads the snapshot's
-        # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
-        names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
-        fence = exp.select(*names).from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
-        if own:
-            fence = fence.where(*own, copy=False)
-        fence = fence.limit(exp.Literal.number(NO_LIMIT), copy=False)
-        subquery.set("this", fence)
+        _fence(subquery, _own_conjuncts(select, alias_of(subquery, catalog.dialect), columns, catalog.dialect))
     return tree
+
+
+def _fence(subquery: exp.Subquery, own: list[exp.Expression], limit: bool = True) -> None:
+    """`subquery`'s union read through the fence, `own` (conjuncts on its columns) inside;
+    without `limit`, through a plain projection of it."""
+    # The snapshot's own column names, not a star: whatever reads the snapshot's
+    # columns off this node (MonetDB's native names, backends/monetdb.py) sees them.
+    names = [exp.column(exp.to_identifier(name, quoted=True)) for name in subquery.this.named_selects]
+    fence = exp.select(*names).from_(exp.Subquery(this=subquery.this, alias=exp.TableAlias(this=exp.to_identifier(FENCED))), copy=False)
+    if own:
+        fence = fence.where(*own, copy=False)
+    if limit:
+        fence = fence.limit(exp.Literal.number(NO_LIMIT), copy=False)
+    subquery.set("this", fence)
+
+
+def _has_own_set_operation(tree: exp.Expression) -> bool:
+    """Whether `tree` holds a set operation that is not a snapshot's own union."""
+    for operation in tree.find_all(exp.SetOperation):
+        holder = operation.parent
+        if not (isinstance(holder, exp.Subquery) and facts.snapshot_of(holder) is not None):
+            return True
+    return False
+
+
+def _padded_in_grouped_outer_join(subquery: exp.Subquery) -> bool:
+    """Whether `subquery` is a side an outer join of a grouped SELECT pads with NULLs: the
+    right of a LEFT join, a source before a RIGHT join, either side of a FULL join."""
+    holder = subquery.parent
+    if not isinstance(holder, (exp.From, exp.Join)) or not isinstance(holder.parent, exp.Select):
+        return False
+    if not holder.parent.args.get("group"):
+        return False
+    joins = holder.parent.args.get("joins") or []
+    sides = [(j.side or "").upper() for j in joins]
+    if isinstance(holder, exp.Join):
+        index = next(i for i, j in enumerate(joins) if j is holder)
+        return sides[index] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[index + 1:])
+    return any(s in ("RIGHT", "FULL") for s in sides)
 
 
 def _inner_join_select(subquery: exp.Subquery) -> exp.Select | None:

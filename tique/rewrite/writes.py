@@ -11,13 +11,14 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, alias_of, generated_expression, written_name
+from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, alias_of, generated_expression, qualifier_of, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
 from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate, holds_mark
 from tique.rewrite.templates import KeyHash, column, data_type, packed_key, quoted
+from tique.rewrite.union_fence import NO_LIMIT
 
 NEW = "tq_new"
 
@@ -510,13 +511,29 @@ def rewrite_insert(tree: exp.Insert, table: TableDef, catalog: CatalogSnapshot, 
 
 
 def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash,
-                   dialect: str) -> tuple[exp.Select, str]:
+                   dialect: str, fence: bool = False) -> tuple[exp.Select, str]:
+    """The target's rows the statement writes, read at the snapshot and joined with its
+    sources, with its alias. `fence`: the WHERE conjuncts that read only the target (all
+    of them without sources; with sources, those whose columns all name the target's
+    alias or that read no column) filter the target's snapshot inside a derived table
+    read through a LIMIT no table reaches (see rewrite_update)."""
     ref = tree.this
     alias = alias_of(ref, dialect)  # generated references quote it, so fold it as the engine would
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref)
     point = pinned_key(table, tree.args.get("where"), ref) if formulation is Formulation.RANK else None
     snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias))))
+    where = tree.args.get("where")
+    if fence and where is not None:
+        conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+        inside = conjuncts if not _sources(tree) else [c for c in conjuncts if _reads_only(c, alias, dialect)]
+        if inside:
+            rest = [c for c in conjuncts if not any(c is i for i in inside)]
+            where = exp.Where(this=exp.and_(*[c.copy() for c in rest])) if rest else None
+            filtered = (exp.select(*[column(c, alias) for c in table.physical_columns]).from_(snap)
+                        .where(replace_tables(exp.and_(*[c.copy() for c in inside]), catalog, formulation, key_hash, dialect=dialect), copy=False)
+                        .limit(exp.Literal.number(NO_LIMIT), copy=False))
+            snap = exp.Subquery(this=filtered, alias=exp.TableAlias(this=quoted(alias)))
     select = exp.select().from_(snap)
     for source in _sources(tree):
         source = source.copy()
@@ -527,10 +544,15 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
         select = select.join(replace_tables(source, catalog, formulation, key_hash, dialect=dialect), join_type="cross", copy=False)
         for join in attached:
             select.append("joins", replace_tables(join, catalog, formulation, key_hash, dialect=dialect))
-    where = tree.args.get("where")
     if where is not None:
         select = select.where(replace_tables(where.this.copy(), catalog, formulation, key_hash, dialect=dialect), copy=False)
     return select, alias
+
+
+def _reads_only(conjunct: exp.Expression, alias: str, dialect: str) -> bool:
+    """Whether every column `conjunct` reads is qualified by `alias` (as alias_of gives it;
+    none read counts)."""
+    return all(c.table and qualifier_of(c, dialect) == alias for c in conjunct.find_all(exp.Column))
 
 
 def _sources(tree: exp.Update | exp.Delete) -> list[exp.Expression]:
@@ -583,7 +605,15 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
             assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
             continue
         assignments[name] = _typed(replace_tables(value.copy(), catalog, formulation, key_hash, dialect=dialect), table, name, dialect, text_parameters=True)
-    source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect)
+    # MonetDB (11.45) answers a query whose WHERE it folds to FALSE (`c BETWEEN NULL AND -2`,
+    # `c = NULL`) with one row of NULLs when a CASE of its select list holds a correlated
+    # subquery: it replaces the filtered relation, which the decorrelated subquery shares,
+    # by a row of NULLs and loses the filter (`SELECT CASE WHEN x.c1 > 0 THEN x.c2 ELSE
+    # (SELECT COUNT(*) FROM u AS s WHERE s.c0 = x.c2) END FROM u AS x WHERE FALSE`, natively
+    # too). The UPDATE's read of its new rows would then write that row. Filtered behind a
+    # fence, the target's relation is no longer one the optimizer folds.
+    fence = dialect == "monetdb" and any(a.expression.find(exp.Subquery) is not None for a in tree.expressions)
+    source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect, fence=fence)
     moves_key = any(k in assignments for k in table.key)
     new_values = {c: assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias)
                   for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
