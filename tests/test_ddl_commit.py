@@ -38,6 +38,13 @@ def _commit_in(results: dict[str, Any], name: str, conn: tique.Connection) -> th
     return thread
 
 
+def _finished(*threads: threading.Thread) -> None:
+    """Waits for each commit thread, in order; a thread still running after WAIT is a hang."""
+    for thread in threads:
+        thread.join(WAIT)
+        assert not thread.is_alive(), "a commit did not finish"
+
+
 def _changed(native: Native, change: str) -> bool:
     return bool(native(SCHEMA_CHANGES[change][2])[0][0])
 
@@ -107,9 +114,7 @@ def test_a_writer_certifying_while_a_schema_change_commits_loses(connect: Connec
     run(t_b, "UPDATE kv SET v = v + 10 WHERE k = 1")
     b = _commit_in(results, "b", t_b)
     held_a.resume.set()
-    a.join(WAIT)
-    b.join(WAIT)
-    assert not a.is_alive() and not b.is_alive()
+    _finished(a, b)
     assert results["a"] == "committed", results
     assert isinstance(results["b"], tique.SerializationFailure), results
     assert _changed(native, "create-table")
@@ -157,9 +162,7 @@ def test_a_serializable_schema_change_certifies_its_reads_in_commit_order(connec
     assert certifying.reached.wait(WAIT), results
     assert a.is_alive() and "a" not in results  # waiting for T_b's lower timestamp
     held_b.resume.set()
-    b.join(WAIT)
-    a.join(WAIT)
-    assert not a.is_alive() and not b.is_alive()
+    _finished(b, a)
     assert results["b"] == "committed", results
     assert isinstance(results["a"], tique.SerializationFailure), results
     assert not _changed(native, "create-table")

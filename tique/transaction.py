@@ -423,6 +423,19 @@ def _failed_before_outcome(backend: Backend, raw: Any, txn: Transaction, cts: in
     raise error
 
 
+def _timestamp(backend: Backend, session: Any, txn: Transaction, cts: int | None, ctx: dict[str, int], timeout: float,
+               pause: CommitPause | None) -> int:
+    """The commit timestamp: `cts` where one is already reserved, else taken now on
+    `session`; recorded in `ctx`, then the "timestamp-taken" pause point."""
+    if cts is None:
+        with step(session, "take cts"):
+            cts = backend.oracle.take_commit_timestamp(session, txn.txid, timeout)
+    ctx["tq_cts"] = cts
+    if pause is not None:
+        pause.hold("timestamp-taken")
+    return cts
+
+
 class _Lost(Exception):
     """A timeout resolver decided this commit timestamp (an abort) before its owner did."""
 
@@ -452,12 +465,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             cts = int(cursors[0].fetchone()[0])
             ctx["tq_cts"] = cts
         else:
-            if cts is None:
-                with step(raw, "take cts"):
-                    cts = oracle.take_commit_timestamp(raw, txn.txid, timeout)
-            ctx["tq_cts"] = cts
-            if pause is not None:
-                pause.hold("timestamp-taken")
+            cts = _timestamp(backend, raw, txn, cts, ctx, timeout, pause)
             ws = sql.write_set(tables)
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             txn.engine_open = False
@@ -590,12 +598,7 @@ def commit_schema_change(backend: Backend, raw: Any, txn: Transaction, tables: l
         conflict_on: str | None = None
         read_conflict = False
         try:
-            if cts is None:
-                with step(side, "take cts"):
-                    cts = oracle.take_commit_timestamp(side, txn.txid, timeout)
-            ctx["tq_cts"] = cts
-            if pause is not None:
-                pause.hold("timestamp-taken")
+            cts = _timestamp(backend, side, txn, cts, ctx, timeout, pause)
             logged = [_write_set_insert(txn.txid, cts, hashes[first:first + 500]) for first in range(0, len(hashes), 500)]
             logged += sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             if logged:
