@@ -66,6 +66,9 @@ def _release(backend: Backend, raw: Any, holder: list) -> None:
         if txn is not None:
             if txn.engine_open:
                 backend.rollback_engine(raw)
+            if txn.flushed:  # its cache rows are committed: purged once logged (Connection._log_rolled_back)
+                rolled_back = _shared_commit_statements(backend).rolled_back
+                backend.execute(raw, rolled_back.sql, rolled_back.values((), {"tq_txid": txn.txid}))
             if not isinstance(txn.txid, Unbound):
                 backend.oracle.end(raw, txn.txid)
     except Exception:
@@ -310,6 +313,7 @@ class Connection:
             self._commit_transaction(txn)
         except errors.SerializationFailure as failure:
             self._txn = None
+            self._quietly(lambda: self._log_rolled_back(txn))
             if txn.schema_changed:
                 self._schema_change_lost(txn, failure)
             raise
@@ -345,6 +349,8 @@ class Connection:
                     self._backend.rollback_engine(self._raw)
         if txn.shared_set and not txn.written and not txn.engine_open:
             self._open_engine_transaction(txn)  # a FOR SHARE reader commits like a writer of nothing
+        if txn.flushed and not txn.engine_open:
+            self._open_engine_transaction(txn)  # its write-set commits in an engine transaction
         if txn.written or txn.shared_set:
             tables = [self._catalog[name] for name in sorted(txn.written)]
             self._last_commit_ts = commit_writer(self._backend, self._raw, txn, tables, self._commit_sql, self.commit_timeout, self.faults,
@@ -418,6 +424,7 @@ class Connection:
                     txn.engine_open = False
                     with step(self._raw, "engine rollback"):
                         self._backend.rollback_engine(self._raw)
+                self._log_rolled_back(txn)
             finally:
                 self._schema_change_over(txn, committed=False)
             if txn.reserved_cts is not None:
@@ -772,16 +779,13 @@ class Connection:
         statements ask the oracle
         (no round trip on DuckDB, whose oracle is in process). Never older than the
         transaction's previous statement's snapshot. On DuckDB and MonetDB, once the
-        transaction has written, its statements run in the engine transaction holding its
-        writes, which sees no commit after that transaction began: they read the newest
-        snapshot as of its first write (the write rule, which certifies from the first
-        write's snapshot, still catches every concurrent write)."""
+        transaction has written, the engine transaction holding its writes sees no commit
+        after it began: _fresh_engine_snapshot commits it first when the snapshot moved."""
         self._fold_snapshot = False
         if begun_now:
             return
         if txn.engine_open and not self._backend.engine_reads_later_commits:
-            # The engine transaction holding our writes sees no outcome committed after it
-            # began, so a newer timestamp would show nothing more: no request for it.
+            self._fresh_engine_snapshot(txn)
             return
         if self._backend.statement_snapshot_expression() is not None and (
                 (isinstance(plan, ReadPlan) and plan.source is not None) or (isinstance(plan, WritePlan) and txn.write_sts is not None)):
@@ -797,6 +801,48 @@ class Connection:
         except Exception as error:
             raise self._backend.translate(error, "BEGIN") from error
         txn.read_sts = max(fresh, txn.statement_sts)
+
+    def _fresh_engine_snapshot(self, txn: Transaction) -> None:
+        """READ COMMITTED, a statement after a write, on an engine whose transaction reads
+        the database as of its begin (DuckDB, MonetDB): the engine transaction holding the
+        writes began after the snapshot of the statement that opened it was published, so
+        it sees every commit up to that snapshot and none after. If the oracle has moved
+        past it, the writes so far are committed to the caches in that engine transaction
+        (invisible to others: no outcome row names them until the transaction commits) and
+        the statement runs outside it, or in a new one if it writes, which sees the newest
+        snapshot. A schema change in the engine transaction must not commit before the
+        transaction does: such a transaction keeps reading as of its first write."""
+        if txn.schema_changed or not txn.written or txn.buffered:
+            return
+        try:
+            with step(self._raw, "snapshot"):
+                fresh = self._backend.oracle.statement_snapshot(self._raw)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "BEGIN") from error
+        if fresh <= txn.statement_sts:
+            return  # nothing committed since the engine transaction began
+        txn.flushed = True  # before the commit: if it fails, a rollback still logs the txid
+        txn.engine_open = False
+        try:
+            with step(self._raw, "engine commit"):
+                self._backend.commit_engine(self._raw)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "COMMIT") from error
+        txn.read_sts = fresh
+
+    def _log_rolled_back(self, txn: Transaction) -> None:
+        """A transaction whose writes were committed to the caches ended without committing:
+        its txid in tq_rolled_back makes the checkpointer purge them (recovery does the same
+        after a crash). They were never visible to anyone else: no outcome row names them."""
+        if txn.flushed:
+            txn.flushed = False
+            rolled_back = self._commit_sql.rolled_back
+            with step(self._raw, "log rollback"):
+                self._backend.execute(self._raw, rolled_back.sql, rolled_back.values((), {"tq_txid": txn.txid}))
 
     def _statement_transaction(self, txn: Transaction, implicit: bool, run: Callable[[], tuple[Any, tuple | None, int]]) -> tuple[Any, tuple | None, int]:
         """Runs a statement of `txn`; an implicit (autocommit) transaction ends with it:

@@ -72,6 +72,27 @@ committed version, so it reads them whatever the snapshot. Versions still become
 visible only through their committed outcome row, so no statement ever reads an
 uncommitted or aborted write (no G1a/G1b), and a transaction reads only transactions
 that committed (took their commit timestamp) before its statement began.
+The engine must show the statement every outcome up to its snapshot. PostgreSQL's
+engine transaction holding the writes runs at its READ COMMITTED, so it does. DuckDB's
+and MonetDB's read as of their begin, which came after the snapshot of the statement
+that opened them was published (the statement takes it first): they show every commit
+up to that snapshot and none after. So there, a statement after a write asks the oracle
+for the newest snapshot and, if it is newer, first commits the engine transaction
+(Connection._fresh_engine_snapshot): the writes so far go to the caches under the
+transaction's txid, invisible to every other transaction as above, since no outcome row
+names that txid until the transaction commits; the statement then runs outside an
+engine transaction, or a write in a new one begun after the new snapshot. Commit logs
+the write-set in the engine transaction of the last writes (or a new one) as in steps
+1-4, so its outcome still decides every version at once. A transaction that ends
+without committing (rollback, failed statement, lost certification) logs its txid in
+tq_rolled_back, and a crash leaves a txid with cache rows but no outcome, which recovery
+logs there: the checkpointer purges the versions of txids logged there or aborted, and
+moves only those of committed outcomes at or below the stable timestamp, so it leaves
+a running transaction's committed versions alone. The cost falls only on transactions
+at this level that write and then run another statement: a request for the snapshot on
+MonetDB (none on DuckDB, whose oracle is in process), and an engine commit when another
+transaction committed meanwhile. A transaction whose engine transaction holds a schema
+change (DDL) does not commit it early and reads as of its first write until it ends.
 Write rule: first committer wins per key against every transaction that committed
 after the snapshot of the transaction's first write statement (`write_sts`, the
 certification timestamp instead of sts; conservative: a later write statement reads
@@ -185,6 +206,12 @@ class Transaction:
     reserved_cts: int | None = None
     # An engine transaction is open on the session, holding this transaction's writes.
     engine_open: bool = False
+    # READ COMMITTED on an engine whose transactions read as of their begin: writes were
+    # committed to the caches in engine transactions of their own before a later statement
+    # (Connection._fresh_engine_snapshot), invisible to others until the outcome row. A
+    # transaction that ends without committing logs its txid in tq_rolled_back, so the
+    # checkpointer purges them.
+    flushed: bool = False
     # Tables this transaction told the backend's CacheState it writes; told again when it ends.
     noted: set[str] = field(default_factory=set)
     engine_epoch: int = 0  # CacheState's epoch just before the engine transaction began
