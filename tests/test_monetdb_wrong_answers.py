@@ -188,3 +188,72 @@ def test_null_test_of_exists_in_a_condition_is_refused_on_monetdb(engine: str, c
         assert cur.rowcount == 0
     cur.execute("SELECT c0 FROM t0 ORDER BY c0")
     assert cur.fetchall() == [(-58,), (1,)]
+
+
+def test_ungrouped_min_of_a_date_compared_with_a_correlated_subquery_answers_a_result_set(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """MonetDB answered a derived table's reversed MIN of a date (d0 - MAX(d0 - x)),
+    compared with a correlated subquery of it, with no result set at all."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t0 (c0 DATE)")
+    cur.execute("CREATE TABLE t1 (k INTEGER PRIMARY KEY, d DATE)")
+    queries = ["SELECT d33.o32 FROM (SELECT MIN(s31.d) AS o32 FROM t1 AS s31) AS d33 "
+               "WHERE d33.o32 <> (SELECT MAX(s39.c0) FROM t0 AS s39 WHERE s39.c0 >= d33.o32)",
+               "SELECT CAST('2023-12-20' AS DATE) AS o37 FROM (SELECT MIN(CAST('2023-12-31' AS DATE)) AS o32 FROM t1 AS s31) AS d33 "
+               "WHERE d33.o32 <> (SELECT MAX(s39.c0) FROM t0 AS s39 WHERE s39.c0 = d33.o32)"]
+    for sql in queries:  # over no rows: MIN is NULL, the comparison keeps nothing
+        cur.execute(sql)
+        assert cur.description is not None and cur.fetchall() == []
+    for k, d in ((1, datetime.date(2024, 3, 1)), (2, datetime.date(2023, 1, 9)), (3, None)):
+        cur.execute("INSERT INTO t1 VALUES (?, ?)", (k, d))
+    for c0 in (datetime.date(2023, 1, 9), datetime.date(2024, 6, 1), datetime.date(2023, 12, 31)):
+        cur.execute("INSERT INTO t0 VALUES (?)", (c0,))
+    cur.execute(queries[0])  # MIN 2023-01-09; the latest date from it on is 2024-06-01
+    assert cur.description is not None and cur.fetchall() == [(datetime.date(2023, 1, 9),)]
+    cur.execute(queries[1])  # MIN 2023-12-31 equals the subquery's MAX: no row
+    assert cur.description is not None and cur.fetchall() == []
+
+
+def test_update_of_a_decimal_to_a_case_mixing_it_with_a_count(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """MonetDB failed the read of an UPDATE's new rows when a CASE mixed a DECIMAL column
+    with a BIGINT COUNT ('bat.append' undefined)."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t1 (k INTEGER PRIMARY KEY, c0 DECIMAL(10, 2))")
+    cur.execute("CREATE TABLE t2 (c1 DECIMAL(10, 2))")
+    cur.execute("INSERT INTO t1 VALUES (?, ?), (?, ?), (?, ?)", (1, None, 2, Decimal("2.25"), 3, Decimal("-1.50")))
+    cur.execute("INSERT INTO t2 VALUES (?), (?), (?)", (Decimal("1.00"), Decimal("1.00"), Decimal("7.25")))
+    cur.execute("UPDATE t1 SET c0 = CASE WHEN TRUE THEN t1.c0 ELSE (SELECT COUNT(DISTINCT s38.c1) FROM t2 AS s38) END")
+    assert cur.rowcount == 3
+    cur.execute("SELECT k, c0 FROM t1 ORDER BY k")
+    assert cur.fetchall() == [(1, None), (2, Decimal("2.25")), (3, Decimal("-1.50"))]
+    cur.execute("UPDATE t1 SET c0 = CASE WHEN t1.k = 1 THEN (SELECT COUNT(*) FROM t2) WHEN t1.k = 2 THEN "
+                "(CASE WHEN t1.c0 > 0 THEN t1.c0 * 2 ELSE (SELECT COUNT(DISTINCT c1) FROM t2) END) ELSE t1.c0 END")
+    assert cur.rowcount == 3
+    cur.execute("SELECT k, c0 FROM t1 ORDER BY k")
+    assert cur.fetchall() == [(1, Decimal("3.00")), (2, Decimal("4.50")), (3, Decimal("-1.50"))]
+
+
+def test_grouping_padded_columns_beside_a_subquery_in_on_is_refused_on_monetdb(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """MonetDB answers a SELECT grouped by two columns of an outer join's padded side, whose
+    ON holds a subquery, with no result set (natively too); tique refuses it there."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE a (x BIGINT, y DATE)")
+    cur.execute("CREATE TABLE b (c DATE)")
+    cur.execute("INSERT INTO b VALUES (?)", (datetime.date(2023, 12, 18),))
+    refused = {"SELECT a.x FROM b LEFT JOIN a ON a.y IN (SELECT c FROM b) GROUP BY a.y, a.x": [(None,)],
+               "SELECT MAX('z') FROM (SELECT s.x FROM a AS s JOIN b AS u ON TRUE RIGHT JOIN b AS v "
+               "ON u.c IN (SELECT c FROM b) GROUP BY s.y, s.x) AS d": [("z",)]}  # one group: the padded NULLs
+    for sql, rows in refused.items():
+        if engine == "monetdb":
+            with pytest.raises(tique.NotSupportedError, match="GROUP BY two or more columns of the NULL-padded side"):
+                cur.execute(sql)
+        else:
+            cur.execute(sql)
+            assert cur.fetchall() == rows
+    # One padded column, or no subquery in the ON: MonetDB answers, and tique with it.
+    cur.execute("SELECT b.c, a.x FROM b LEFT JOIN a ON a.y IN (SELECT c FROM b) GROUP BY b.c, a.x")
+    assert cur.fetchall() == [(datetime.date(2023, 12, 18), None)]
+    cur.execute("SELECT a.x FROM b LEFT JOIN a ON a.y = b.c GROUP BY a.y, a.x")
+    assert cur.fetchall() == [(None,)]

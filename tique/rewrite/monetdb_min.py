@@ -11,7 +11,7 @@ the first value of a descending column and the last of an ascending one (NULLs f
 and a grouped MIN scans its groups: both answer right. So MIN(x) becomes an order-reversing
 map of MAX of the reversed values: -MAX(-x) for numbers (MonetDB's NULL is the type's
 lowest value, so no value overflows when negated), NOT MAX(NOT x) for booleans, and
-d0 - MAX(d0 - x) for dates (days from a fixed date). A MIN of a column that holds no NULL
+d0 + -MAX(d0 - x) for dates (a DAY interval from a fixed date). A MIN of a column that holds no NULL
 (NOT NULL or a key column, and no outer join in its SELECT: TPC-C's MIN(no_o_id)) stays as
 written. A MIN of text or another type that may be NULL (no order-reversing map in SQL)
 is refused.
@@ -158,8 +158,14 @@ def _reversed(node: exp.Min, kind: exp.DataType | None) -> exp.Expression | None
         back = forth
     elif kind.is_type(exp.DataType.Type.DATE):
         def forth(e: exp.Expression) -> exp.Expression:
-            return exp.Sub(this=_day_zero(), expression=exp.Paren(this=e))
-        back = forth
+            return exp.Sub(this=_day_zero(), expression=exp.Paren(this=e))  # a DAY interval on MonetDB
+
+        # Back by adding the negated interval: MonetDB (11.45) answers a query with no
+        # result set at all when a derived table's date minus an interval is compared
+        # with a correlated subquery of it (`... FROM (SELECT d0 - MAX(d0 - x) AS m FROM
+        # t) AS d WHERE d.m <> (SELECT MAX(c) FROM u WHERE u.c = d.m)`), natively too.
+        def back(e: exp.Expression) -> exp.Expression:
+            return exp.Add(this=_day_zero(), expression=exp.Cast(this=exp.Neg(this=exp.Paren(this=e)), to=exp.DataType.build("INTERVAL DAY")))
     else:
         return None
     argument = node.this

@@ -31,7 +31,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from tique.catalog import CatalogSnapshot
+from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
 from tique.rewrite.lateral import narrow_side_first
@@ -154,7 +154,32 @@ def refuse_engine_rejects(tree: exp.Expression, context: PassContext) -> exp.Exp
         # of that shape then writes rows it must not (case seed 9494028503).
         raise NotSupportedError(describe(context.statement, "IS [NOT] NULL of a condition holding EXISTS, in a WHERE, ON or HAVING, "
                                                             "is not supported on MonetDB, which evaluates it wrongly; EXISTS is never NULL"))
+    if context.dialect == "monetdb" and any(_groups_padded_columns_beside_a_joined_subquery(s) for s in tree.find_all(exp.Select)):
+        # MonetDB (11.45) answers `SELECT a.x FROM b LEFT JOIN a ON a.y IN (SELECT c FROM b)
+        # GROUP BY a.y, a.x` with no result set at all, natively too, whatever the rows;
+        # natively an empty table on the preserved side hides it, but tique's tables are
+        # never empty underneath (case seed 31003093219).
+        raise NotSupportedError(describe(context.statement, "GROUP BY two or more columns of the NULL-padded side of an outer join "
+                                                            "whose ON condition holds a subquery is not supported on MonetDB, "
+                                                            "which answers it with no result set"))
     return tree
+
+
+def _groups_padded_columns_beside_a_joined_subquery(select: exp.Select) -> bool:
+    """Whether `select` has an outer join whose ON holds a subquery and groups by two or
+    more columns of sources an outer join pads with NULLs (an unqualified column counts:
+    it may be one of them)."""
+    group, joins, source = select.args.get("group"), select.args.get("joins") or [], select.args.get("from_")
+    if group is None or source is None or not joins:
+        return False
+    sides = [(j.side or "").upper() for j in joins]
+    if not any(s in ("LEFT", "RIGHT", "FULL") and j.args.get("on") is not None and j.args["on"].find(exp.Select) is not None
+               for j, s in zip(joins, sides)):
+        return False
+    sources = [source.this, *(j.this for j in joins)]
+    padded = {normalize(s.alias_or_name) for i, s in enumerate(sources)
+              if (i > 0 and sides[i - 1] in ("LEFT", "FULL")) or any(side in ("RIGHT", "FULL") for side in sides[i:])}
+    return sum(1 for e in group.expressions if isinstance(e, exp.Column) and (not e.table or normalize(e.table) in padded)) >= 2
 
 
 def _null_test_of_exists_in_condition(node: exp.Is) -> bool:

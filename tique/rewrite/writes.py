@@ -313,8 +313,28 @@ def _assignment_cast_of_decimal(value: exp.Expression, bare: exp.Expression, tab
         return value
     if not kind.is_type(exp.DataType.Type.DECIMAL):
         return value
-    cast = exp.cast(bare.copy(), kind)
+    cast = _cast_branches(bare.copy(), kind)
     return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
+
+
+def _cast_branches(value: exp.Expression, kind: exp.DataType) -> exp.Expression:
+    """`value` cast to `kind`, a CASE by casting each of its results instead.
+
+    MonetDB 11.45 fails a SELECT over a scan snapshot whose CASE mixes a DECIMAL(p <= 18)
+    column with a BIGINT (`CASE WHEN c THEN t.dec ELSE (SELECT COUNT(*) FROM u) END`): it
+    widens the result to a 128-bit decimal but leaves the column's values 64-bit, and
+    cannot append one to the other ('bat.append' undefined). Each result cast to the
+    column's type gives the CASE one type. For exact numbers the value is the one the
+    assignment of the CASE's common type gives, as that type holds each result exactly."""
+    while isinstance(value, exp.Paren):
+        value = value.this
+    if not isinstance(value, exp.Case):
+        return exp.cast(value, kind)
+    for branch in value.args.get("ifs") or []:
+        branch.set("true", _cast_branches(branch.args["true"], kind))
+    if value.args.get("default") is not None:
+        value.set("default", _cast_branches(value.args["default"], kind))
+    return value
 
 
 def _is_default(value: exp.Expression) -> bool:
