@@ -38,6 +38,17 @@ def _commit_increment(conn: tique.Connection, k: int = 1) -> None:
     conn.commit()
 
 
+def _run_clients(work: Callable[[int], None], clients: int) -> None:
+    """Runs work(0) … work(clients - 1) on threads at once and waits for them; a bound
+    that only a hang reaches, not a slow machine."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+        assert not t.is_alive(), "a client hung"
+
+
 def test_statement_sees_a_commit_after_the_transaction_began(connect: Connect) -> None:
     reader, writer = connect(isolation_level="read committed"), connect()
     _counter(writer)
@@ -152,11 +163,7 @@ def test_no_lost_update_under_contention(connect: Connect) -> None:
         except BaseException as error:  # reported by the test thread
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_clients(work, clients)
     assert not errors, errors
     assert sum(committed) + sum(aborted) == clients * attempts
     assert sum(committed) >= 1
@@ -192,11 +199,7 @@ def test_overlapping_increments_at_most_one_commits(connect: Connect) -> None:
             errors.append(error)
             updated.abort()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_clients(work, clients)
     assert not errors, errors
     assert all(sum(commits) <= 1 for commits in per_round), per_round
     assert _value(setup) == sum(map(sum, per_round))
@@ -361,11 +364,7 @@ def test_write_read_write_under_contention(connect: Connect) -> None:
         except BaseException as error:  # reported by the test thread
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_clients(work, clients)
     assert not errors, errors
     assert sum(committed) >= 1
     cur = setup.cursor()

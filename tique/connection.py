@@ -793,14 +793,17 @@ class Connection:
             # Not by a transaction's first write, whose snapshot certification needs.
             self._fold_snapshot = True
             return
+        txn.read_sts = max(self._newest_snapshot(), txn.statement_sts)
+
+    def _newest_snapshot(self) -> int:
+        """The oracle's newest published snapshot, in one round trip."""
         try:
             with step(self._raw, "snapshot"):
-                fresh = self._backend.oracle.statement_snapshot(self._raw)
+                return self._backend.oracle.statement_snapshot(self._raw)
         except errors.Error:
             raise
         except Exception as error:
             raise self._backend.translate(error, "BEGIN") from error
-        txn.read_sts = max(fresh, txn.statement_sts)
 
     def _fresh_engine_snapshot(self, txn: Transaction) -> None:
         """READ COMMITTED, a statement after a write, on an engine whose transaction reads
@@ -814,13 +817,7 @@ class Connection:
         transaction does: such a transaction keeps reading as of its first write."""
         if txn.schema_changed or not txn.written or txn.buffered:
             return
-        try:
-            with step(self._raw, "snapshot"):
-                fresh = self._backend.oracle.statement_snapshot(self._raw)
-        except errors.Error:
-            raise
-        except Exception as error:
-            raise self._backend.translate(error, "BEGIN") from error
+        fresh = self._newest_snapshot()
         if fresh <= txn.statement_sts:
             return  # nothing committed since the engine transaction began
         txn.flushed = True  # before the commit: if it fails, a rollback still logs the txid
