@@ -257,3 +257,35 @@ def test_grouping_padded_columns_beside_a_subquery_in_on_is_refused_on_monetdb(e
     assert cur.fetchall() == [(datetime.date(2023, 12, 18), None)]
     cur.execute("SELECT a.x FROM b LEFT JOIN a ON a.y = b.c GROUP BY a.y, a.x")
     assert cur.fetchall() == [(None,)]
+
+
+NO_RESULT_SET = [
+    # MonetDB answers these with no result set through tique (fuzz case seeds 32003096362,
+    # 32003096064): an ordered, limited query over a FULL JOIN with a derived table, and a
+    # join ON FALSE of a table with versions in its cache.
+    "SELECT 1 AS o FROM t2 AS a FULL JOIN (SELECT MIN(CAST('2023-12-21' AS DATE)) AS m FROM t1 AS b) AS d ON TRUE "
+    "WHERE NOT d.m IS NULL ORDER BY o DESC LIMIT 5",
+    "SELECT a.c1 AS o FROM t0 AS a JOIN t0 AS b ON FALSE",
+]
+
+
+def test_a_query_is_never_answered_as_a_write(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """A query's answer is rows, possibly none. Where the engine answers it with no result
+    set at all (MonetDB, natively too, for some shapes), tique raises NotSupportedError in
+    the user's terms instead of passing on the missing answer as a write's."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t0 (c0 TEXT DEFAULT 'a', c1 INT DEFAULT -47, c2 TEXT)")
+    cur.execute("INSERT INTO t0 VALUES (NULL, 5, 'ba')")
+    cur.execute("CREATE TABLE t1 (c0 DECIMAL(10, 2))")
+    cur.execute("CREATE TABLE t2 (c0 DATE NOT NULL)")
+    for sql in NO_RESULT_SET:
+        try:
+            cur.execute(sql)
+        except tique.NotSupportedError as refused:
+            assert engine == "monetdb", f"{sql}: {refused}"
+            assert "no result set" in str(refused) and "_cache" not in str(refused) and "tq_" not in str(refused)
+            assert cur.description is None
+            continue
+        assert cur.description is not None, sql
+        assert cur.fetchall() == [], sql
