@@ -32,6 +32,15 @@ RETRIES = 100  # per client; a client that still loses is counted, not hidden
 pytestmark = pytest.mark.timeout(900)
 
 
+
+def _start_and_join(threads: list[threading.Thread], hang: str) -> None:
+    """Starts the threads and waits for them, JOIN_TIMEOUT each: a bound only a hang reaches."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_TIMEOUT)
+    assert not any(t.is_alive() for t in threads), hang
+
 def _round(url: str, table: str) -> tuple[int, int, list[str]]:
     """One counter, CLIENTS concurrent increments: (final value, commits, problems)."""
     setup = tique.connect(url)
@@ -72,11 +81,7 @@ def _round(url: str, table: str) -> tuple[int, int, list[str]]:
 
     threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in conns]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(JOIN_TIMEOUT)
-        assert not any(t.is_alive() for t in threads), "a client never finished"
+        _start_and_join(threads, "a client never finished")
         ((value,),) = rows(conns[0], f"SELECT n FROM {table} WHERE id = 1")
         conns[0].commit()
     finally:
@@ -145,11 +150,7 @@ def _certify_together(url: str) -> list[bool]:
 
     threads = [threading.Thread(target=writer, args=(i,), daemon=True) for i in range(WRITERS)]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(JOIN_TIMEOUT)
-        assert not any(t.is_alive() for t in threads), "a writer never finished"
+        _start_and_join(threads, "a writer never finished")
     finally:
         for raw in sessions:
             backend.close_raw(raw)
