@@ -30,6 +30,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--constraints", action="store_true", help="also CHECK and UNIQUE constraints in schemas")
     parser.add_argument("--collations", action="store_true", help="also column collations in schemas")
     parser.add_argument("--shrink-budget", type=int, default=300, help="re-runs the shrinker may spend per difference")
+    parser.add_argument("--case", type=int, default=None, metavar="CASE_SEED",
+                        help="replay the one case of this case seed (as a report names it), with the other options it ran with")
     parser.set_defaults(func=run_command)
 
 
@@ -51,6 +53,9 @@ def run_command(args: argparse.Namespace) -> int:
     wrong = 0
     for engine in engines:
         with _environment(engine) as env:
+            if args.case is not None:
+                wrong += _replay(env, config, args.case, args.shrink_budget)
+                continue
             summary = fuzz_engine(env, config, progress=lambda line: print(line, flush=True))
             print(f"{engine}: {summary.cases} cases, {summary.statements} statements, {summary.compared} compared "
                   f"through tique (autocommit and transactions), {summary.refused} refused "
@@ -71,6 +76,27 @@ def run_command(args: argparse.Namespace) -> int:
         print("not generated (known bugs, fuzz/exclusions.py): " + ", ".join(left_out))
     print("wrong results: " + str(wrong))
     return 1 if wrong else 0
+
+
+def _replay(env: Any, config: Any, seed: int, shrink_budget: int) -> int:
+    """Runs the case of case seed `seed` as fuzz_engine makes it; prints each difference's
+    reproduction (or that there is none) and returns how many wrong results it found."""
+    from fuzz.runner import engine_features, random_case, run_case
+    from fuzz.shrink import reproduction
+
+    case = random_case(seed, config.statements_per_case, config.schema_options,
+                       features=engine_features(env.engine, config.include_excluded), include_excluded=config.include_excluded,
+                       engine=env.engine)
+    report, ran = run_case(env, case)
+    print(f"{env.engine}: case seed {seed}: {report.statements} statements, {report.compared} compared, "
+          f"{report.refused} refused, {len(report.differences)} differences", flush=True)
+    for refusal in report.refusals:
+        print(f"  {refusal}")
+    if not report.differences:
+        return 0
+    _, text = reproduction(env, ran, report.differences[0], budget=shrink_budget)
+    print(text, flush=True)
+    return 1
 
 
 class _environment:

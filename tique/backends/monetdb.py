@@ -136,6 +136,8 @@ class FormatSQL(str):
     # which runs as a read, then an insert of the rows read. Other inserts (their rows
     # from VALUES or bare expressions) cannot meet the append conflict and run as they are.
     insert_of_query: InsertOfQuery | None = None
+    # Such an insert of an UPDATE or DELETE: what each row read stands for (TargetRows).
+    target_rows: facts.TargetRows | None = None
     # An INSERT whose rows come from no table (VALUES or bare expressions): inside an open
     # engine transaction it may travel in front of the statement's validating read.
     direct: bool = False
@@ -403,7 +405,7 @@ class MonetDBBackend(Backend):
             text, values = FormatSQL(sql.replace("%", "%%")), []
         split = _insert_of_query(sql)
         if split is not None:
-            return self._insert_via_client(raw, split, values)
+            return self._insert_via_client(raw, split, values, getattr(sql, "target_rows", None))
         cur = self._run(raw, text, values)
         if any(_LABEL.match(d[0]) for d in cur.description or ()) and (naming := getattr(sql, "naming", None)) is not None:
             # PREPARE may fail, which would abort an open engine transaction: learn the
@@ -487,9 +489,9 @@ class MonetDBBackend(Backend):
             self._label_names[naming.text] = found
         return found
 
-    def _insert_via_client(self, raw: Session, split: InsertOfQuery, values: list) -> Any:
+    def _insert_via_client(self, raw: Session, split: InsertOfQuery, values: list, target_rows: facts.TargetRows | None) -> Any:
         target, columns, query = split
-        rows = self.execute(raw, FormatSQL(query), values).fetchall()
+        rows, count = _rows_to_insert(self.execute(raw, FormatSQL(query), values).fetchall(), target_rows)
         if rows:
             marks = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
             # Through _run, so an insert that repeats (one table, one row count) runs prepared.
@@ -498,7 +500,7 @@ class MonetDBBackend(Backend):
             hold = raw.in_transaction and self._fit(raw, target, columns, rows)
             self._run(raw, FormatSQL(f"INSERT INTO {target} {columns} VALUES {', '.join([marks] * len(rows))}"),
                       [v for row in rows for v in row], hold=hold)
-        return _Inserted(len(rows))
+        return _Inserted(count)
 
     def _fit(self, raw: Session, target: str, columns: str, rows: list) -> bool:
         """Whether every value of `rows` fits its column of `target` as the engine would
@@ -574,7 +576,7 @@ class MonetDBBackend(Backend):
             self._commit_open(raw)
             return cursors
         target, columns, query = split
-        rows = self.execute(raw, FormatSQL(query), values).fetchall()
+        rows, count = _rows_to_insert(self.execute(raw, FormatSQL(query), values).fetchall(), getattr(sql, "target_rows", None))
         raw.in_transaction = False
         cur = _CountedCursor(raw)
         try:
@@ -591,7 +593,7 @@ class MonetDBBackend(Backend):
             except pymonetdb.exceptions.Error:
                 pass
             raise
-        return cursors + [_Inserted(len(rows))]
+        return cursors + [_Inserted(count)]
 
     def rollback_engine(self, raw: Session) -> None:
         raw.held.clear()
@@ -724,6 +726,7 @@ class MonetDBBackend(Backend):
             compiled = Compiled(text, compiled.names)
         if head is not None:
             compiled.sql.insert_of_query = head.parts(compiled.sql)  # type: ignore[attr-defined]
+            compiled.sql.target_rows = facts.target_rows_of(tree)  # type: ignore[attr-defined]
         elif direct:
             compiled.sql.direct = True  # type: ignore[attr-defined]
         return compiled
@@ -929,6 +932,14 @@ class _Inserted:
 
     def __init__(self, rowcount: int) -> None:
         self.rowcount = rowcount
+
+
+def _rows_to_insert(read: list, target_rows: facts.TargetRows | None) -> tuple[list, int]:
+    """The rows an insert of tique's own inserts, from the rows its query read, and the
+    count it answers: the rows, or for an UPDATE or DELETE the target rows it writes."""
+    if target_rows is None:
+        return read, len(read)
+    return target_rows.rows(read)
 
 
 def _insert_of_query(sql: str) -> InsertOfQuery | None:

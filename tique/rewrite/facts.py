@@ -7,6 +7,7 @@ which copies of the tree keep, and never reach the generated SQL.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import Iterator
 
 from sqlglot import exp
@@ -39,6 +40,48 @@ def internal_insert(insert: exp.Insert) -> exp.Insert:
 
 def is_internal_insert_of_query(tree: exp.Expression) -> bool:
     return isinstance(tree, exp.Insert) and bool(tree.meta.get(_INTERNAL_INSERT_OF_QUERY))
+
+
+# On an UPDATE's or DELETE's cache insert that MonetDB's backend runs as a read, then an
+# insert (see TargetRows).
+_TARGET_ROWS = "tq_target_rows"
+
+
+@dataclass(frozen=True)
+class TargetRows:
+    """What a row read by an UPDATE's or DELETE's cache insert stands for: one target row,
+    holding the cache rows to insert for it side by side, each `width` columns wide (a
+    tombstone and a new version when the UPDATE moves the key; one row otherwise).
+    `identity`: where the values naming the target row (its key, packed key or hidden row
+    id) sit in a row read; a second row read for a target row already read is dropped.
+    None: every row read is inserted, so that the key check sees a key written twice
+    (see tique/rewrite/writes.py, _one_read_per_target)."""
+    identity: tuple[int, ...] | None
+    width: int
+
+    def rows(self, read: list) -> tuple[list[tuple], int]:
+        """The cache rows to insert for the rows `read`, and the statement's row count,
+        which counts the rows read, as MonetDB's own UPDATE and DELETE do."""
+        rows: list[tuple] = []
+        seen: set[tuple] = set()
+        for row in read:
+            if self.identity is not None:
+                name = tuple(row[i] for i in self.identity)
+                if name in seen:
+                    continue
+                seen.add(name)
+            rows.extend(tuple(row[start:start + self.width]) for start in range(0, len(row), self.width))
+        return rows, len(read)
+
+
+def target_rows(insert: exp.Insert, rows: TargetRows) -> exp.Insert:
+    """Records what each row `insert`'s query reads stands for (TargetRows); returns it."""
+    insert.meta[_TARGET_ROWS] = rows
+    return insert
+
+
+def target_rows_of(tree: exp.Expression) -> TargetRows | None:
+    return tree.meta.get(_TARGET_ROWS) if isinstance(tree, exp.Insert) and tree._meta else None
 
 
 def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:

@@ -398,12 +398,13 @@ def _requalified(expression: exp.Expression, table: TableDef, qualifier: str, di
 
 
 def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: exp.Select, dialect: str,
-                  once: Callable[[exp.Select], exp.Select] | None = None) -> exp.Select:
+                  once: Callable[[exp.Select], exp.Select] | None = None, carried: tuple[str, ...] = ()) -> exp.Select:
     """`source` projecting one row of the table's physical columns, from `values` for
     every column but the generated ones; those are computed from the row's final values
     (a level up, so each value, a nextval() default or a random() included, is computed
     once), typed as their columns as the engine would store them. `once` keeps one row
-    per target row (UPDATE ... FROM), where the target's alias is still in scope."""
+    per target row (UPDATE ... FROM), where the target's alias is still in scope.
+    `carried`: named outputs `source` already projects, kept in front of the row."""
     # `source` is the caller's to give: built for this row and never read again.
     if not table.generated_columns:
         row = source.select(*[values[c] for c in table.physical_columns], copy=False)
@@ -411,7 +412,7 @@ def _physical_row(table: TableDef, values: dict[str, exp.Expression], source: ex
     inner = source.select(*[exp.alias_(values[c], quoted(c)) for c in table.physical_columns if c in values], copy=False)
     if once is not None:
         inner = once(inner)
-    projections = []
+    projections: list[exp.Expression] = [column(n, ROW) for n in carried]
     for name in table.physical_columns:
         col = table.column(name) if name in table.user_columns else None
         if col is None or col.generated is None:
@@ -640,6 +641,9 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     if table.packed and moves_key:
         new_values[PACKED] = packed_key(table, [assignments.get(k, column(k, alias)) for k in table.key])
     once: Callable[[exp.Select], exp.Select] | None = (lambda select: _once_per_row(select, table, alias)) if _sources(tree) else None
+    if dialect == "monetdb":
+        return WritePlan(table, (_one_read_per_target(table, new_values, source, alias, moves_key, once, dialect),),
+                         moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
     inserts: list[exp.Expression] = []
     if moves_key:
         tombstones = source.copy().select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_tomb", True), copy=False)
@@ -647,6 +651,49 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     row = _physical_row(table, new_values, source, dialect, once)
     inserts.append(cache_insert(table, row.select(*metadata("tq_seq_write", False), copy=False)))
     return WritePlan(table, tuple(inserts), moves_key and not table.hidden_rowid, assigned=frozenset(assignments))
+
+
+OLD = "tq_old_"
+
+
+def _identity(table: TableDef) -> tuple[int, ...]:
+    """Where the columns naming a target row (TableDef.match_key) sit in a cache row."""
+    return tuple(table.physical_columns.index(k) for k in table.match_key)
+
+
+def _one_read_per_target(table: TableDef, new_values: dict[str, exp.Expression], source: exp.Select, alias: str,
+                         moves_key: bool, once: Callable[[exp.Select], exp.Select] | None, dialect: str) -> exp.Insert:
+    """An UPDATE's cache insert on MonetDB: one query reading, per target row, its
+    tombstone beside its new version when the key moves (its new version alone
+    otherwise), which the backend runs as a read, then an insert (facts.TargetRows).
+
+    MonetDB (11.45) answers some WHEREs with each target row several times, rows the
+    WHERE excludes among them (`WHERE 71 IN (SELECT 0 FROM t AS a) AND NOT 0 IN (SELECT
+    15 FROM t AS b)` keeps every row of t, once per row of b), and answers one WHERE
+    differently depending on what the query projects. Natively its UPDATE then writes
+    each row read once, in place, and counts every row read; moving a key, it deletes
+    the rows read and inserts their new versions, one per row read, so a row read twice
+    violates the PRIMARY KEY. Through tique, two versions of a row with one sequence
+    number would both be its newest (the table shows the row twice), and a tombstone
+    read apart from the new versions could miss a row whose new version was read (the
+    old row stays beside the new one) or the reverse (the row is lost). Read once, the
+    statement is whole whatever MonetDB answers, and answers as MonetDB's own: each
+    target row written once in place (the backend keeps the first row read for it), the
+    rows read counted; a key moved for a row read twice inserts its new key twice, which
+    the key check refuses. A DELETE reads once already and is kept to one tombstone per
+    row the same way (rewrite_delete). DuckDB and PostgreSQL answer a WHERE the same in
+    every query."""
+    width = len(table.physical_columns) + 3
+    if not moves_key:
+        row = _physical_row(table, new_values, source, dialect, once).select(*metadata("tq_seq_write", False), copy=False)
+        return facts.target_rows(cache_insert(table, row), facts.TargetRows(_identity(table), width))
+    # The old row's columns, named, travel through whatever levels _physical_row adds.
+    carried = tuple(f"{OLD}{i}" for i in range(len(table.physical_columns)))
+    source = source.select(*[exp.alias_(column(c, alias), quoted(n)) for c, n in zip(table.physical_columns, carried)], copy=False)
+    row = _physical_row(table, new_values, source, dialect, once, carried)
+    old, new = row.expressions[:len(carried)], row.expressions[len(carried):]
+    row.set("expressions", [*old, *metadata("tq_seq_tomb", True), *new, *metadata("tq_seq_write", False)])
+    return facts.target_rows(cache_insert(table, row), facts.TargetRows(None, width))
 
 
 def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, dialect: str, statement: str) -> WritePlan:
@@ -657,4 +704,7 @@ def rewrite_delete(tree: exp.Delete, table: TableDef, catalog: CatalogSnapshot, 
     select = source.select(*[column(c, alias) for c in table.physical_columns], *metadata("tq_seq_write", True), copy=False)
     if _sources(tree):
         select = _once_per_row(select, table, alias)
-    return WritePlan(table, (cache_insert(table, select),), False, assigned=frozenset())
+    insert = cache_insert(table, select)
+    if dialect == "monetdb":  # one tombstone per row, however often MonetDB reads it (see _one_read_per_target)
+        facts.target_rows(insert, facts.TargetRows(_identity(table), len(table.physical_columns) + 3))
+    return WritePlan(table, (insert,), False, assigned=frozenset())
