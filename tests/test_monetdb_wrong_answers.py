@@ -289,3 +289,184 @@ def test_a_query_is_never_answered_as_a_write(engine: str, connect: Callable[...
             continue
         assert cur.description is not None, sql
         assert cur.fetchall() == [], sql
+
+
+# An uncorrelated IN beside a NOT IN over the target: false for every row (no 71 among the
+# zeros), yet MonetDB (11.45) answers it with every row, once per row of s16 (fuzz case
+# seed 33003099057), natively too. Correlated, the NOT IN does the same.
+DUPLICATING_WHERES = ("71 IN (SELECT 0 FROM t0 AS s15) AND NOT 0 IN (SELECT 15 FROM t0 AS s16)",
+                      "71 IN (SELECT 0 FROM t0 AS s15) AND NOT 0 IN (SELECT 15 FROM t0 AS s16 WHERE s16.k = t0.k)")
+
+
+def _rows(conn: tique.Connection, sql: str = "SELECT * FROM t0") -> list[tuple]:
+    cur = conn.cursor()
+    cur.execute(sql)
+    return sorted(cur.fetchall(), key=repr)
+
+
+def _written(conn: tique.Connection, sql: str) -> int | type:
+    """The statement's row count through tique, or the class of the error it raised."""
+    cur = conn.cursor()
+    try:
+        cur.execute(sql)
+    except tique.Error as error:
+        return type(error)
+    return cur.rowcount
+
+
+def _whole(engine: str, conn: tique.Connection, native: Native, sql: str, before: list[tuple],
+           after_all: list[tuple] | type) -> None:
+    """Runs `sql`, whose WHERE holds for no row of `before`, through tique and natively.
+    SQL's answer: nothing written. MonetDB answers that WHERE with every row (several
+    times): through tique the statement must then be MonetDB's own, whole, not rows
+    beside their new versions: the table is `before` or `after_all` (every row written
+    once; an error class: the statement fails and writes nothing), and tique answers
+    with MonetDB's own row count or error."""
+    written = _written(conn, sql)
+    mine = _rows(conn)
+    if engine != "monetdb":
+        assert (written, mine) == (0, sorted(before, key=repr)), sql
+        return
+    theirs = native.execute(sql, (), write=True)
+    assert sorted(native.execute("SELECT * FROM t0", (), write=False).rows, key=repr) == mine, sql
+    if isinstance(after_all, type):
+        assert (theirs.kind, written, mine) == ("error", after_all, sorted(before, key=repr)), sql
+        assert theirs.error.startswith("IntegrityError"), theirs.error
+    else:
+        assert mine in (sorted(before, key=repr), sorted(after_all, key=repr)), sql
+        if " FROM u " in sql:
+            # UPDATE ... FROM writes and counts each target row once (as PostgreSQL does;
+            # see test_meaning.py): MonetDB's own counts each row its WHERE repeated.
+            assert theirs.kind == "count" and written == (len(before) if mine != sorted(before, key=repr) else 0), sql
+        else:
+            assert (theirs.kind, theirs.count) == ("count", written), sql
+
+
+UNKEYED = [(False, True), (True, False)]
+
+
+def test_update_of_a_table_without_key_never_keeps_a_row_beside_its_new_version(engine: str, connect: Callable[..., tique.Connection],
+                                                                             request: pytest.FixtureRequest) -> None:
+    """The fuzzer's reproduction: through tique on MonetDB the table went from 2 rows to 4,
+    each old row beside its new version."""
+    setup = ["CREATE TABLE t0 (c0 BOOLEAN, c1 BOOLEAN NOT NULL)", "INSERT INTO t0 VALUES (FALSE, TRUE), (TRUE, FALSE)"]
+    for conn, native in native_pair(engine, connect, request, setup, "mdbdup"):
+        _whole(engine, conn, native, f"UPDATE t0 SET c0 = t0.c1 WHERE {DUPLICATING_WHERES[0]}", UNKEYED,
+               [(c1, c1) for _, c1 in UNKEYED])
+        # A second statement over what the first left.
+        left = _rows(conn)
+        _whole(engine, conn, native, f"DELETE FROM t0 WHERE {DUPLICATING_WHERES[0]}", left, [])
+
+
+KEYED = [(1, 10), (2, 20)]  # t0 (k, c0)
+SOURCE = {1: 5, 2: 6}  # u (k, v): one row per key
+
+
+def _keyed_statements() -> list[tuple[str, Callable[[list[tuple]], list[tuple] | type]]]:
+    made: list[tuple[str, Callable[[list[tuple]], list[tuple] | type]]] = []
+    for where in DUPLICATING_WHERES:
+        made += [
+            (f"UPDATE t0 SET c0 = c0 + 1 WHERE {where}", lambda rows: [(k, c + 1) for k, c in rows]),
+            (f"DELETE FROM t0 WHERE {where}", lambda rows: []),
+            # A key moved for a row read twice is written twice: MonetDB's own UPDATE fails
+            # on its PRIMARY KEY, and so does tique's, writing nothing.
+            (f"UPDATE t0 SET k = k + 10 WHERE {where}", lambda rows: tique.IntegrityError),
+        ]
+    # UPDATE ... FROM: the source's rows match each target row once.
+    made.append((f"UPDATE t0 SET c0 = u.v FROM u WHERE u.k = t0.k AND {DUPLICATING_WHERES[0]}",
+                 lambda rows: [(k, SOURCE[k]) for k, _ in rows]))
+    return made
+
+
+@pytest.mark.parametrize("index", range(len(_keyed_statements())))
+def test_update_and_delete_whose_where_monetdb_answers_with_duplicates_are_whole(
+        engine: str, connect: Callable[..., tique.Connection], request: pytest.FixtureRequest, index: int) -> None:
+    sql, after = _keyed_statements()[index]
+    setup = ["CREATE TABLE t0 (k INTEGER PRIMARY KEY, c0 INTEGER)", "CREATE TABLE u (k INTEGER, v INTEGER)",
+             "INSERT INTO t0 VALUES " + ", ".join(f"({k}, {c})" for k, c in KEYED),
+             "INSERT INTO u VALUES " + ", ".join(f"({k}, {v})" for k, v in SOURCE.items())]
+    for conn, native in native_pair(engine, connect, request, setup, "mdbdup"):
+        _whole(engine, conn, native, sql, KEYED, after(KEYED))
+        # Each key once, and the table reads the same by key as by scan.
+        keys = [r[0] for r in _rows(conn)]
+        assert len(keys) == len(set(keys)), sql
+        assert _rows(conn, "SELECT k, c0 FROM t0 WHERE k IN (1, 2, 11, 12)") == _rows(conn), sql
+
+
+def test_update_whose_where_monetdb_answers_with_duplicates_inside_a_transaction(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """Inside a transaction the statement's rows wait for the next request; its own later
+    reads and the commit see each row once."""
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t0 (k INTEGER PRIMARY KEY, c0 INTEGER)")
+    conn.commit()
+    cur.execute("INSERT INTO t0 VALUES (?, ?), (?, ?)", tuple(v for row in KEYED for v in row))
+    cur.execute(f"UPDATE t0 SET c0 = c0 + 1 WHERE {DUPLICATING_WHERES[1]}")
+    seen = _rows(conn)
+    assert seen in (KEYED, [(k, c + 1) for k, c in KEYED])
+    assert seen == KEYED or engine == "monetdb"  # SQL's answer; MonetDB's own writes every row
+    conn.commit()
+    assert _rows(conn) == seen
+
+
+def _largest_above(rows: list[tuple[int, str, str]], floor: str) -> str | None:
+    return max((c1 for _, c1, _ in rows if c1 > floor), default=None)
+
+
+def test_update_to_a_case_of_a_correlated_subquery_writes_its_value(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """Fuzz case seed 31029093167: `SET c2 = CASE WHEN TRUE THEN (SELECT MAX ...) END`
+    whose subquery finds no row assigns NULL to a NOT NULL column: the UPDATE fails.
+    Native MonetDB (11.45) departs from that: its UPDATE writes every row back unchanged
+    whenever the value is a CASE holding a correlated subquery (and counts them), though
+    its SELECT of the same CASE answers the subquery's values. tique writes the values."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t0 (c0 DECIMAL(10, 2) NOT NULL DEFAULT 16.9, c1 TEXT NOT NULL, c2 TEXT NOT NULL, PRIMARY KEY (c0, c2))")
+    cur.execute("INSERT INTO t0 VALUES (-6.21, 'B', '')")
+    with pytest.raises(tique.IntegrityError):  # 'B' <> '': MAX over no row is NULL
+        cur.execute("UPDATE t0 SET c2 = CASE WHEN TRUE THEN (SELECT MAX(s42.c1) FROM t0 AS s42 WHERE s42.c1 = t0.c2) END")
+    cur.execute("SELECT c0, c1, c2 FROM t0")
+    assert cur.fetchall() == [(Decimal("-6.21"), "B", "")]
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, c1 TEXT NOT NULL, c2 TEXT NOT NULL)")
+    assignment = "c2 = CASE WHEN TRUE THEN (SELECT MAX(s.c1) FROM t AS s WHERE s.c1 > t.c2) END"
+    rows = [(1, "B", "A"), (2, "C", "B")]
+    cur.execute("INSERT INTO t VALUES (?, ?, ?), (?, ?, ?)", tuple(v for row in rows for v in row))
+    cur.execute(f"UPDATE t SET {assignment}")
+    assert cur.rowcount == len(rows)
+    written = [(k, c1, _largest_above(rows, c2)) for k, c1, c2 in rows]
+    assert None not in [c2 for _, _, c2 in written]
+    cur.execute("SELECT k, c1, c2 FROM t ORDER BY k")
+    assert cur.fetchall() == written
+    # Now nothing lies above the largest: NULL for a NOT NULL column, and nothing written.
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"UPDATE t SET {assignment}")
+    cur.execute("SELECT k, c1, c2 FROM t ORDER BY k")
+    assert cur.fetchall() == written
+
+
+def test_update_moving_keys_of_rows_a_volatile_where_chooses_is_whole(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """A key-moving UPDATE whose WHERE calls random() chooses its rows once: each row is
+    then either as it was or moved, never both, never lost. MonetDB's reads it once
+    (one query per statement); DuckDB and PostgreSQL read its tombstones and new versions
+    apart, so tique refuses the shape there."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
+    rows = [(k, k) for k in range(40)]
+    cur.execute("INSERT INTO t VALUES " + ", ".join(["(?, ?)"] * len(rows)), tuple(v for row in rows for v in row))
+    half = "rand() % 2 = 0" if engine == "monetdb" else "random() < 0.5"  # MonetDB's rand() is an integer
+    statement = f"UPDATE t SET k = k + 1000 WHERE {half}"
+    if engine != "monetdb":
+        with pytest.raises(tique.NotSupportedError, match="WHERE or FROM calls"):
+            cur.execute(statement)
+        assert _rows(conn, "SELECT k, v FROM t") == sorted(rows, key=repr)
+        cur.execute("UPDATE t SET v = v + 1 WHERE random() < 2")  # not moving the key: one read
+        assert cur.rowcount == len(rows)
+        assert _rows(conn, "SELECT k, v FROM t") == sorted([(k, v + 1) for k, v in rows], key=repr)
+        return
+    cur.execute(statement)
+    moved = cur.rowcount
+    found = _rows(conn, "SELECT k, v FROM t")
+    assert len(found) == len(rows) and sorted(v for _, v in found) == [v for _, v in rows]
+    assert all(k in (v, v + 1000) for k, v in found)
+    assert sum(k >= 1000 for k, _ in found) == moved

@@ -42,9 +42,13 @@ class MonetDB(Postgres):
     class Parser(Postgres.Parser):
         # Sequences: NEXT VALUE FOR name (a column default, a value), as MonetDB spells nextval.
         NO_PAREN_FUNCTION_PARSERS = {**Postgres.Parser.NO_PAREN_FUNCTION_PARSERS, "NEXT": lambda self: self._parse_next_value_for()}
+        # random() stays as written (MonetDB has none, and rejects it); rand() is MonetDB's.
+        FUNCTIONS = {**Postgres.Parser.FUNCTIONS, "RANDOM": lambda args: exp.Anonymous(this="random", expressions=args)}
 
     class Generator(Postgres.Generator):
         SINGLE_STRING_INTERVAL = False  # INTERVAL '1' DAY: MonetDB rejects PostgreSQL's INTERVAL '1 DAY'
+        # MonetDB's random number is rand() (an integer); it has no random().
+        TRANSFORMS = {**Postgres.Generator.TRANSFORMS, exp.Rand: lambda self, e: self.func("RAND", e.this)}
 
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted and expression.name.lower() in KEYWORDS:

@@ -636,6 +636,8 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     fence = dialect == "monetdb" and any(a.expression.find(exp.Subquery) is not None for a in tree.expressions)
     source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect, fence=fence)
     moves_key = any(k in assignments for k in table.key)
+    if moves_key and dialect != "monetdb":
+        _same_rows_twice(tree, dialect, statement)
     new_values = {c: assignments.get(c, column(c, alias)) if c not in (ROWID, PACKED) else column(c, alias)
                   for c in table.physical_columns if c not in {g.name for g in table.generated_columns}}
     if table.packed and moves_key:
@@ -654,6 +656,24 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
 
 
 OLD = "tq_old_"
+# Functions whose value differs from one call to the next.
+_VOLATILE = {"RANDOM", "NEXTVAL", "SETSEED", "CLOCK_TIMESTAMP", "TIMEOFDAY", "RANDOM_UUID", "UUIDV4", "UUIDV7"}
+
+
+def _same_rows_twice(tree: exp.Update, dialect: str, statement: str) -> None:
+    """Refuses an UPDATE moving the key whose choice of rows calls a volatile function:
+    on DuckDB and PostgreSQL its tombstones and its new versions are two reads of the
+    rows it updates (rewrite_update), which would choose different rows (`WHERE random()
+    < 0.5`: some old rows left beside their new versions, some rows lost). The values it
+    assigns are computed once per row, by the read of the new versions, so they may call
+    anything."""
+    chooses = [tree.args.get("where"), *_sources(tree)]
+    for part in chooses:
+        for node in part.find_all(exp.Func) if part is not None else ():
+            name = node.name.upper() if isinstance(node, exp.Anonymous) else node.sql_name()
+            if isinstance(node, (exp.Rand, exp.Uuid)) or name in _VOLATILE:
+                raise NotSupportedError(describe(statement, f"UPDATE of a primary key whose WHERE or FROM calls {node.sql(dialect)} is not "
+                                                            "supported on tique tables; choose the rows first (SELECT their keys), then update those keys"))
 
 
 def _identity(table: TableDef) -> tuple[int, ...]:
