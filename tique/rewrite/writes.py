@@ -689,8 +689,9 @@ def _one_read_per_target(table: TableDef, new_values: dict[str, exp.Expression],
 
     MonetDB (11.45) answers some WHEREs with each target row several times, rows the
     WHERE excludes among them (`WHERE 71 IN (SELECT 0 FROM t AS a) AND NOT 0 IN (SELECT
-    15 FROM t AS b)` keeps every row of t, once per row of b), and answers one WHERE
-    differently depending on what the query projects. Natively its UPDATE then writes
+    15 FROM t AS b)` keeps every row of t, once per row of b; the same with the NOT IN
+    correlated to the target), and answers one WHERE differently depending on what the
+    query projects. Natively its UPDATE then writes
     each row read once, in place, and counts every row read; moving a key, it deletes
     the rows read and inserts their new versions, one per row read, so a row read twice
     violates the PRIMARY KEY. Through tique, two versions of a row with one sequence
@@ -700,9 +701,11 @@ def _one_read_per_target(table: TableDef, new_values: dict[str, exp.Expression],
     statement is whole whatever MonetDB answers, and answers as MonetDB's own: each
     target row written once in place (the backend keeps the first row read for it), the
     rows read counted; a key moved for a row read twice inserts its new key twice, which
-    the key check refuses. A DELETE reads once already and is kept to one tombstone per
-    row the same way (rewrite_delete). DuckDB and PostgreSQL answer a WHERE the same in
-    every query."""
+    the key check refuses. UPDATE ... FROM keeps one row per target row in the query
+    already (_once_per_row), so it counts each target row once, as PostgreSQL does. A
+    DELETE reads once already and is kept to one tombstone per row the same way
+    (rewrite_delete). DuckDB and PostgreSQL answer a WHERE the same in every query; only
+    a volatile function makes two reads differ there (_same_rows_twice)."""
     width = len(table.physical_columns) + 3
     if not moves_key:
         row = _physical_row(table, new_values, source, dialect, once).select(*metadata("tq_seq_write", False), copy=False)
