@@ -47,7 +47,10 @@ class CompareConfig:
     clients: Sequence[int] = (1, 4)
     tpcc_seconds: float = 10.0
     warmup_seconds: float = 2.0
-    chbench_repetitions: int = 1
+    # The paper runs each query five times in a row and sums the per-query means (section
+    # 4.3.2, figure 9a): the first run plans the query (tique: its rewrite, and the engine
+    # plans a larger statement), the others show what an analytical client meets.
+    chbench_repetitions: int = 5
     chbench_oltp_seconds: float = 5.0
     htap: tuple[int, int, float] | None = None  # (OLTP clients, OLAP clients, seconds)
     scale: Scale = FULL
@@ -122,7 +125,8 @@ def run_system(name: str, config: CompareConfig, servers: SharedServers, console
         ch = chbench.benchmark(name, config.warehouses, config.chbench_repetitions, config.chbench_oltp_seconds,
                                system=system, scale=config.scale, out=str(out / f"chbench-{name}.json"),
                                console=console, progress=False)
-        summary["chbench_total_s"] = ch.metrics["total_median_s"]
+        summary["chbench_total_s"] = ch.metrics["total_mean_s"]  # as the paper's (CompareConfig.chbench_repetitions)
+        summary["chbench_first_run_total_s"] = sum(q["runs_s"][0] for q in ch.metrics["queries"].values() if q["runs_s"])
         summary["chbench_failed"] = ch.metrics["failed"]
         if config.htap is not None:
             oltp, olap, seconds = config.htap
@@ -181,6 +185,10 @@ def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any)
         failed = f" ({len(s['chbench_failed'])} failed)" if s.get("chbench_failed") else ""
         rows.append([f"CH-benCHmark total s{failed}", s["system"], s.get("chbench_total_s"), None,
                      f"{ratio:.2f}x" if ratio else "", _fmt_paper(paper_ratio)])
+        # Beside it, each query's first run alone: what a fresh process meets (tique plans each text then).
+        first = _ratio(s.get("chbench_first_run_total_s"), by_name[base].get("chbench_first_run_total_s")) if base else None
+        rows.append([f"CH-benCHmark first runs s{failed}", s["system"], s.get("chbench_first_run_total_s"), None,
+                     f"{first:.2f}x" if first else "", ""])
     for s in summaries:
         point = s.get("htap")
         if point:
