@@ -265,8 +265,8 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
     marker_and_publish = CommitStatements.marker_and_publish
 
     def marker_and_publish_then_fail(statements: CommitStatements) -> tuple[Compiled, Compiled]:
-        """Where publish travels in the request of the write-set and marker (MonetDB): the
-        same failure, once the outcome row is committed."""
+        """Where publish travels in the marker's request (MonetDB): the same failure, once
+        the outcome row is committed."""
         marker, publish = marker_and_publish(statements)
         failing = type(publish.sql)(f"SELECT 1 / (count(*) - count(*)) FROM ({publish.sql}) AS published")
         return marker, Compiled(failing, publish.names)
@@ -294,10 +294,9 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
 
 @pytest.mark.parametrize("engine", ["monetdb"])
 def test_failure_before_commit_point_commits_nothing(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
-    """MonetDB runs a request's statements on after one fails: when the write-set insert
-    in front of the engine COMMIT fails, the marker in the same request must not go in
-    (our writes are gone), so the commit fails, and nothing of it is visible or decided
-    as committed."""
+    """When the write-set insert in front of the engine COMMIT fails (MonetDB, where the
+    commit travels in requests of several statements), our writes are gone: the commit
+    fails, and nothing of it is visible or decided as committed."""
     admin = connect()
     run(admin, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
     run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one')")

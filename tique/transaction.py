@@ -22,14 +22,13 @@ Commit of a writer, in order:
 On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
 (PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
 committed, then publish, which the server starts only once that COMMIT returned).
-On MonetDB the steps travel in two requests (_commit_in_requests): the write-set's
+On MonetDB the steps travel in three requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert
-and COMMIT, then decide + certify + outcome row in an engine transaction of its own and
-its COMMIT, then publish, in the second (the server runs a request's statements in
-order, so the certification starts after the write-set's commit, and publish after the
-outcome's; since it also runs the statements after one that failed, the marker is
-inserted only if our write-set is there, and publish runs only once an outcome row
-is). Cache inserts an UPDATE or DELETE computed there wait
+and COMMIT in the second; decide + certify + outcome row in an engine transaction of its
+own and its COMMIT, then publish, in the third (the server runs a request's statements
+in order, so publish starts after the outcome's commit; since it also runs the
+statements after one that failed, publish runs only once an outcome row is there).
+Cache inserts an UPDATE or DELETE computed there wait
 on the session (Session.held) and travel in front of the transaction's next statement,
 inside the same engine transaction, so the transaction reads them and the write-set
 read sees them; only rows that provably fit their columns wait, so no error moves from
@@ -282,9 +281,7 @@ class CommitStatements:
     def marker_and_publish(self) -> tuple[Compiled, Compiled]:
         """For a commit sent in requests (_commit_in_requests), after the write-set's COMMIT:
         - the marker: claim cts from the oracle (decide), certify and insert the outcome row
-          in one statement, only if our write-set is committed (the witness that the
-          request's COMMIT before it succeeded: MonetDB runs a request's later statements
-          even after one failed);
+          in one statement;
         - publish, only once an outcome row for cts is committed (else the oracle's status,
           a read), with the verdict beside the oracle's answer: 1 committed, 0 aborted,
           NULL no outcome row."""
@@ -294,14 +291,12 @@ class CommitStatements:
             txid = exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT")
             (certify,) = template("common/certify.sql")
             certify.set("limit", None)  # inside EXISTS, where MonetDB refuses LIMIT
-            witness = exp.select("1").from_("tq_write_sets").where(exp.EQ(this=exp.column("txid"), expression=txid.copy()))
             # The decide call's arguments are bound (oracle.statement gives them), as the
             # marker of a separate request binds them.
             decided = oracle.call(exp.Placeholder(this="tq_decide_op"), exp.cast(exp.Placeholder(this="tq_decide_a"), "BIGINT"),
                                   exp.cast(exp.Placeholder(this="tq_decide_b"), "BIGINT"), "tq_decided")
             marker = exp.insert(exp.select(cts.copy(), txid.copy(), exp.Not(this=exp.Exists(this=certify))).from_(decided)
-                                .where(exp.and_(exp.EQ(this=exp.column("r1", "tq_decided"), expression=exp.Literal.number(1)),
-                                                exp.Exists(this=witness))),
+                                .where(exp.EQ(this=exp.column("r1", "tq_decided"), expression=exp.Literal.number(1))),
                                 "tq_outcome", columns=["cts", "txid", "did_commit"])
             outcome = exp.select("1").from_("tq_outcome").where(exp.EQ(this=exp.column("cts"), expression=cts.copy()))
             op = exp.Case(ifs=[exp.If(this=exp.Exists(this=outcome), true=oracle.code("publish"))], default=oracle.code("status"))
@@ -754,20 +749,19 @@ def _write_set_insert(txid: int, cts: int, hashes: list[int]) -> tuple[str, list
 
 def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                         timeout: float) -> int:
-    """commit_writer's steps 1-4 in two requests, for engines that run several
+    """commit_writer's steps 1-4 in three requests, for engines that run several
     statements per request (MonetDB):
     1. the held cache inserts and the write-set's hashes (a read), then take the commit
        timestamp: nothing is flushed while the timestamp is held;
     2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
-       the writes); then, in an engine transaction of its own, claim the timestamp
-       (decide), certify and insert the outcome row in one statement (the commit point),
-       and COMMIT; then publish.
-    The server runs a request's statements in order, so step 2's COMMIT precedes the
-    certification as the invariant requires. It also runs the statements after one that
-    failed, so each later step checks in SQL that the one before it took effect: the
-    marker goes in only if our write-set is committed, and publish runs only once an
-    outcome row for cts is committed (CommitStatements.marker_and_publish). Without
-    hashes (no witness) the marker and publish go out as requests of their own."""
+       the writes);
+    3. in an engine transaction of its own, claim the timestamp (decide), certify and
+       insert the outcome row in one statement (the commit point), and COMMIT; then
+       publish. The server runs a request's statements in order, so publish starts only
+       after the outcome row is committed; it also runs the statements after one that
+       failed, so publish checks in SQL that an outcome row for cts is there
+       (CommitStatements.marker_and_publish).
+    Step 3 starts only once step 2's COMMIT returned, as the invariant requires."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts, "tq_cts": 0}
     cts: int | None = None
@@ -786,15 +780,17 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
         _failed_before_outcome(backend, raw, txn, cts, timeout, error)
     rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
     logged = (f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)])
-    if not hashes:
-        return _commit_in_four_requests(backend, raw, txn, tables, sql, timeout, ctx, cts)
     marker, publish = sql.marker_and_publish()
     _, (ctx["tq_decide_op"], ctx["tq_decide_a"], ctx["tq_decide_b"]) = oracle.statement("decide", cts, 0)
     txn.engine_open = False
     try:
-        with step(raw, "write-set + engine commit + certify + outcome + publish"):
-            (answer,), counts = backend.request(raw, [logged, ("COMMIT", []), ("START TRANSACTION", []), (marker.sql, marker.values((), ctx)),
-                                                      ("COMMIT", []), (publish.sql, publish.values((), ctx))], commit=True, other_commits=1)
+        with step(raw, "write-set + engine commit"):
+            backend.request(raw, [*([logged] if hashes else []), ("COMMIT", [])], commit=True)
+        # Not in the same request as that COMMIT: MonetDB then aborts concurrent writers'
+        # engine commits for conflicts they do not have (measured under contention).
+        with step(raw, "certify + outcome + publish"):
+            (answer,), counts = backend.request(raw, [("START TRANSACTION", []), (marker.sql, marker.values((), ctx)), ("COMMIT", []),
+                                                      (publish.sql, publish.values((), ctx))], other_commits=1)
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
         # Which step failed decides what we are: an outcome row for cts means it is decided.
@@ -813,40 +809,6 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     # the oracle reported a stuck predecessor (the wait goes on in _published).
     published = verdict is not None and status <= 0
     return _published(backend, raw, txn, tables, sql, ctx, cts, bool(verdict) and not lost, lost, timeout, publish=not published)
-
-
-def _commit_in_four_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
-                             timeout: float, ctx: dict[str, int], cts: int) -> int:
-    """_commit_in_requests without a write-set to log: COMMIT and certify, then decide +
-    outcome, then publish, each a request (the outcome must not depend on a COMMIT that
-    may have failed, and there is no write-set row to witness it)."""
-    oracle = backend.oracle
-    txn.engine_open = False
-    try:
-        with step(raw, "engine commit + certify"):
-            (conflicts,), _ = backend.request(raw, [("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
-    except BaseException as error:
-        _rollback_quietly(backend, raw, txn)
-        _failed_before_outcome(backend, raw, txn, cts, timeout, error)  # whether or not the writes committed: an abort
-    committed = not conflicts
-    try:
-        # The outcome row goes in only if the oracle lets us decide cts (a timeout resolver
-        # may have aborted it first): an insert from the oracle call, so that nothing can
-        # come between the claim and the row.
-        decide, decide_params = oracle.statement("decide", cts, 0)
-        marker = (f"INSERT INTO tq_outcome (cts, txid, did_commit) SELECT CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BOOLEAN) "
-                  f"FROM ({decide}) AS tq_decided WHERE tq_decided.r1 = 1")
-        with step(raw, "decide + outcome"):
-            _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
-    except BaseException as error:
-        if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
-            _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
-            if isinstance(error, Exception) and not isinstance(error, OperationalError):
-                raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
-            raise
-        return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
-    lost = inserted != 1  # a timeout resolver aborted cts before we could claim it
-    return _published(backend, raw, txn, tables, sql, ctx, cts, committed and not lost, lost, timeout)
 
 
 def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:
