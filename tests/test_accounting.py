@@ -163,6 +163,6 @@ def test_new_order_round_trips_within_native_plus_four(monetdb_server: Any) -> N
     # Within 4 even of a native client that sent the lines as one multi-row statement.
     assert tique_trips <= native_trips - 10 + 1 + 4, (tique_trips, native_trips)
     assert native_commit.round_trips == 1
-    assert tique_commit.round_trips == 3, tique_commit  # hashes + cts; write-set + COMMIT; marker + publish
+    assert tique_commit.round_trips == 3, tique_commit  # hashes + cts; write-set + COMMIT + certify; marker + publish
     assert tique_run.engine_commits == 0  # nothing of the transaction is committed before its commit
     assert tique_commit.engine_commits == 2  # its writes and write-set in one, then the outcome row

@@ -23,11 +23,12 @@ On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
 (PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
 committed, then publish, which the server starts only once that COMMIT returned).
 On MonetDB the steps travel in three requests (_commit_in_requests): the write-set's
-hashes are read, and only then the timestamp taken, in the first; the write-set insert
-and COMMIT in the second; decide + certify + outcome row in an engine transaction of its
-own and its COMMIT, then publish, in the third (the server runs a request's statements
-in order, so publish starts after the outcome's commit; since it also runs the
-statements after one that failed, publish runs only once an outcome row is there).
+hashes are read, and only then the timestamp taken, in the first; the write-set insert,
+COMMIT and the certification read in the second (the server runs a request's statements
+in order, so the certification still starts after the commit); decide + outcome row in
+an engine transaction of its own and its COMMIT, then publish, in the third (publish
+starts after the outcome's commit; since the server also runs the statements after one
+that failed, publish runs only once an outcome row is there).
 Cache inserts an UPDATE or DELETE computed there wait
 on the session (Session.held) and travel in front of the transaction's next statement,
 inside the same engine transaction, so the transaction reads them and the write-set
@@ -279,9 +280,10 @@ class CommitStatements:
         self._in_request: tuple[Compiled, Compiled] | None = None
 
     def marker_and_publish(self) -> tuple[Compiled, Compiled]:
-        """For a commit sent in requests (_commit_in_requests), after the write-set's COMMIT:
-        - the marker: claim cts from the oracle (decide), certify and insert the outcome row
-          in one statement;
+        """For a commit sent in requests (_commit_in_requests), after the write-set's COMMIT
+        and certification:
+        - the marker: claim cts from the oracle (decide) and insert the outcome row with the
+          certification's verdict (tq_committed) in one statement;
         - publish, only once an outcome row for cts is committed (else the oracle's status,
           a read), with the verdict beside the oracle's answer: 1 committed, 0 aborted,
           NULL no outcome row."""
@@ -289,13 +291,11 @@ class CommitStatements:
             oracle = self.backend.oracle
             cts = exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT")
             txid = exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT")
-            (certify,) = template("common/certify.sql")
-            certify.set("limit", None)  # inside EXISTS, where MonetDB refuses LIMIT
             # The decide call's arguments are bound (oracle.statement gives them), as the
             # marker of a separate request binds them.
             decided = oracle.call(exp.Placeholder(this="tq_decide_op"), exp.cast(exp.Placeholder(this="tq_decide_a"), "BIGINT"),
                                   exp.cast(exp.Placeholder(this="tq_decide_b"), "BIGINT"), "tq_decided")
-            marker = exp.insert(exp.select(cts.copy(), txid.copy(), exp.Not(this=exp.Exists(this=certify))).from_(decided)
+            marker = exp.insert(exp.select(cts.copy(), txid.copy(), exp.cast(exp.Placeholder(this="tq_committed"), "BOOLEAN")).from_(decided)
                                 .where(exp.EQ(this=exp.column("r1", "tq_decided"), expression=exp.Literal.number(1))),
                                 "tq_outcome", columns=["cts", "txid", "did_commit"])
             outcome = exp.select("1").from_("tq_outcome").where(exp.EQ(this=exp.column("cts"), expression=cts.copy()))
@@ -754,14 +754,16 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     1. the held cache inserts and the write-set's hashes (a read), then take the commit
        timestamp: nothing is flushed while the timestamp is held;
     2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
-       the writes);
-    3. in an engine transaction of its own, claim the timestamp (decide), certify and
-       insert the outcome row in one statement (the commit point), and COMMIT; then
-       publish. The server runs a request's statements in order, so publish starts only
-       after the outcome row is committed; it also runs the statements after one that
-       failed, so publish checks in SQL that an outcome row for cts is there
-       (CommitStatements.marker_and_publish).
-    Step 3 starts only once step 2's COMMIT returned, as the invariant requires."""
+       the writes), then, after it, certify (a read);
+    3. in an engine transaction of its own, claim the timestamp (decide) and insert the
+       outcome row in one statement (the commit point), and COMMIT; then publish.
+    The server runs a request's statements in order, so step 2's COMMIT precedes its
+    certification as the invariant requires, and publish starts only after the outcome
+    row is committed; it also runs the statements after one that failed, so publish
+    checks in SQL that an outcome row for cts is there (CommitStatements.marker_and_publish).
+    Measured under contention: with the marker's transaction in the request of the
+    write-set's COMMIT, or with the certification read inside it, MonetDB aborted
+    concurrent writers' engine commits for conflicts they did not have."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts, "tq_cts": 0}
     cts: int | None = None
@@ -784,11 +786,11 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     _, (ctx["tq_decide_op"], ctx["tq_decide_a"], ctx["tq_decide_b"]) = oracle.statement("decide", cts, 0)
     txn.engine_open = False
     try:
-        with step(raw, "write-set + engine commit"):
-            backend.request(raw, [*([logged] if hashes else []), ("COMMIT", [])], commit=True)
-        # Not in the same request as that COMMIT: MonetDB then aborts concurrent writers'
-        # engine commits for conflicts they do not have (measured under contention).
-        with step(raw, "certify + outcome + publish"):
+        with step(raw, "write-set + engine commit + certify"):
+            (conflicts,), _ = backend.request(raw, [*([logged] if hashes else []), ("COMMIT", []),
+                                                    (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+        ctx["tq_committed"] = not conflicts
+        with step(raw, "decide + outcome + publish"):
             (answer,), counts = backend.request(raw, [("START TRANSACTION", []), (marker.sql, marker.values((), ctx)), ("COMMIT", []),
                                                       (publish.sql, publish.values((), ctx))], other_commits=1)
     except BaseException as error:
