@@ -203,7 +203,7 @@ def _statement_names() -> dict[str, str]:
 
 # -- workloads ---------------------------------------------------------------------------
 
-Execute = Callable[[str, Sequence[Any]], list[tuple]]
+Execute = Callable[..., list[tuple]]  # execute(sql, params, many=False), as bench.tpcc.transactions.Execute
 
 
 @dataclass
@@ -276,8 +276,11 @@ class TracedClient:
         self.live = _live_counters(self.conn)
         self.errors: list[str] = []
 
-    def execute(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+    def execute(self, sql: str, params: Sequence[Any], many: bool = False) -> list[tuple]:
         with self.tracer.statement(self.names.get(sql, sql.split(None, 1)[0].upper())):
+            if many:
+                self.cursor.executemany(sql, params)
+                return []
             self.cursor.execute(sql, params)
             return self.cursor.fetchall() if self.cursor.description else []
 

@@ -35,6 +35,9 @@ class Engine(abc.ABC):
     name: str
     # Whether the native driver opens each transaction with a BEGIN of its own (a round trip).
     begins_explicitly: bool = False
+    # Whether the native driver's executemany sends all its rows in one round trip
+    # (psycopg pipelines them, DuckDB takes them in one call) or one per row (pymonetdb).
+    executemany_batches: bool = True
 
     @property
     @abc.abstractmethod
@@ -83,7 +86,7 @@ class System:
 
         level = options.get("isolation_level")
         native = self.engine.native_connect(level) if level is not None else self.engine.native_connect()
-        return CountingConnection(native, self.engine.begins_explicitly)
+        return CountingConnection(native, self.engine.begins_explicitly, self.engine.executemany_batches)
 
     def is_abort(self, error: BaseException) -> bool:
         """Whether `error` means the transaction certainly did not commit and may be retried."""

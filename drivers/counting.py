@@ -2,7 +2,9 @@
 benchmark compares like with like: every statement sent is a round trip whose wall time
 is engine time, `commit()` and `rollback()` are round trips, a commit is an engine
 commit, and a driver that opens each transaction with a BEGIN of its own (psycopg, and
-DuckDB's adapter) pays one more round trip at the transaction's first statement."""
+DuckDB's adapter) pays one more round trip at the transaction's first statement.
+executemany costs what the driver's own costs: one round trip where it sends every row
+at once (psycopg's pipeline, DuckDB's one call), one per row where it loops (pymonetdb)."""
 from __future__ import annotations
 
 import time
@@ -19,7 +21,8 @@ class CountingCursor(CursorAdapter):
         super().__init__(cursor, lambda sql, params: (sql, params))
         self._owner = owner
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> "CountingCursor":
+    def execute(self, sql: str, params: Sequence[Any] = (), *, many: bool = False) -> "CountingCursor":
+        """`many`: `params` is a sequence of rows for the driver's executemany, one round trip."""
         owner = self._owner
         counters = owner.counters_live
         trace = counters.trace
@@ -34,7 +37,10 @@ class CountingCursor(CursorAdapter):
             trace.round_trip_began()
         started = time.perf_counter_ns()
         try:
-            self._cursor.execute(sql, params)
+            if many:
+                self._cursor.executemany(sql, params)
+            else:
+                self._cursor.execute(sql, params)
         finally:
             elapsed = time.perf_counter_ns() - started
             counters.round_trips += 1
@@ -43,11 +49,20 @@ class CountingCursor(CursorAdapter):
                 trace.round_trip_ended(elapsed, False)
         return self
 
+    def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> None:
+        rows = list(seq_of_params)
+        if not self._owner.executemany_batches:
+            for params in rows:  # as the driver does: one execute, one round trip, per row
+                self.execute(sql, params)
+        elif rows:
+            self.execute(sql, rows, many=True)
+
 
 class CountingConnection:
-    def __init__(self, conn: Any, begins_explicitly: bool) -> None:
+    def __init__(self, conn: Any, begins_explicitly: bool, executemany_batches: bool = True) -> None:
         self._conn = conn
         self.begins_explicitly = begins_explicitly
+        self.executemany_batches = executemany_batches
         self.in_transaction = False
         self.counters_live = Counters()
 

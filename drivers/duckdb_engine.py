@@ -38,8 +38,13 @@ class DuckDBCursor:
         return self
 
     def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> None:
-        for params in seq_of_params:
-            self.execute(sql, params)
+        """DuckDB's own executemany: every row in one call into the engine."""
+        rows = [list(params) for params in seq_of_params]
+        if not rows:
+            return
+        self._owner.begin_if_needed()
+        self._con.executemany(sql, rows)
+        self.rowcount = -1
 
     def fetchone(self) -> Any:
         return self._con.fetchone()

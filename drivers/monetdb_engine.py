@@ -48,6 +48,7 @@ def connect_args(url: str) -> dict[str, Any]:
 
 class MonetDBEngine(Engine):
     name = "monetdb"
+    executemany_batches = False  # pymonetdb's executemany runs execute once per row
 
     def __init__(self, url: str | None = None) -> None:
         self.server: Any = None

@@ -41,8 +41,12 @@ class CursorAdapter:
         return self
 
     def executemany(self, sql: str, seq_of_params: Sequence[Sequence[Any]]) -> None:
-        for params in seq_of_params:
-            self.execute(sql, params)
+        """The driver's own executemany (psycopg pipelines the rows), with `?` translated."""
+        rows = list(seq_of_params)
+        if not rows:
+            return
+        translated = [self._translate(sql, params) for params in rows]
+        self._cursor.executemany(translated[0][0], [values for _, values in translated])
 
     def __iter__(self) -> Any:
         return iter(self._cursor)

@@ -20,6 +20,8 @@ import pytest
 import tique
 from sqlhelp import rows, run
 from tique.checkpoint import checkpoint
+from tique.rewrite.params import Compiled
+from tique.transaction import CommitStatements
 
 Connect = Callable[..., tique.Connection]
 
@@ -260,10 +262,20 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
         sql, params = found
         return f"SELECT 1 / (count(*) - count(*)) FROM ({sql}) AS published", params
 
+    marker_and_publish = CommitStatements.marker_and_publish
+
+    def marker_and_publish_then_fail(statements: CommitStatements) -> tuple[Compiled, Compiled]:
+        """Where publish travels in the marker's request (MonetDB): the same failure, once
+        the outcome row is committed."""
+        marker, publish = marker_and_publish(statements)
+        failing = type(publish.sql)(f"SELECT 1 / (count(*) - count(*)) FROM ({publish.sql}) AS published")
+        return marker, Compiled(failing, publish.names)
+
     writer = connect()
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
     monkeypatch.setattr(oracle, "publish_statement", publish_statement_then_fail)
+    monkeypatch.setattr(CommitStatements, "marker_and_publish", marker_and_publish_then_fail)
     with pytest.raises(tique.OperationalError) as caught:
         writer.commit()
     monkeypatch.setattr(oracle, "publish", publish)
@@ -278,3 +290,40 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
     assert committed(connect) == [(1, "committed")]
     assert physical(admin, "SELECT count(*) FROM kv_cache") == [(0,)]
     assert physical(admin, "SELECT k, v FROM kv_storage") == [(1, "committed")]
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_failure_before_commit_point_commits_nothing(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the write-set insert in front of the engine COMMIT fails (MonetDB, where the
+    commit travels in requests of several statements), our writes are gone: the commit
+    fails, and nothing of it is visible or decided as committed."""
+    admin = connect()
+    run(admin, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL)")
+    run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one')")
+    admin.commit()
+    backend = admin.backend
+    request = backend.request
+
+    def request_with_failing_write_set(raw: Any, statements: Any, commit: bool = False, other_commits: int = 0) -> Any:
+        statements = list(statements)
+        if statements and statements[0][0].startswith("INSERT INTO tq_write_sets") and ("COMMIT", []) in statements:
+            sql, params = statements[0]
+            statements[0] = (sql, [*params[:-1], "not a hash"])  # the engine refuses to convert it
+        return request(raw, statements, commit, other_commits)
+
+    writer = connect()
+    run(writer, "UPDATE kv SET v = 'lost' WHERE k = 1")
+    run(writer, "INSERT INTO kv (k, v) VALUES (2, 'lost')")
+    txid = writer._txn.txid
+    monkeypatch.setattr(backend, "request", request_with_failing_write_set)
+    with pytest.raises(tique.Error):
+        writer.commit()
+    monkeypatch.setattr(backend, "request", request)
+    assert not writer.in_transaction
+    assert committed(connect) == [(1, "one")]
+    assert physical(admin, f"SELECT count(*) FROM tq_outcome WHERE txid = {int(txid)} AND did_commit") == [(0,)]
+    # The key is free: the next writer commits.
+    run(writer, "UPDATE kv SET v = 'after' WHERE k = 1")
+    writer.commit()
+    checkpoint(admin)
+    assert committed(connect) == [(1, "after")]

@@ -22,11 +22,14 @@ Commit of a writer, in order:
 On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
 (PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
 committed, then publish, which the server starts only once that COMMIT returned).
-On MonetDB the steps travel in four requests (_commit_in_requests): the write-set's
+On MonetDB the steps travel in three requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert,
 COMMIT and the certification read in the second (the server runs a request's statements
 in order, so the certification still starts after the commit); decide + outcome row in
-the third; publish in the fourth. Cache inserts an UPDATE or DELETE computed there wait
+an engine transaction of its own and its COMMIT, then publish, in the third (publish
+starts after the outcome's commit; since the server also runs the statements after one
+that failed, publish runs only once an outcome row is there).
+Cache inserts an UPDATE or DELETE computed there wait
 on the session (Session.held) and travel in front of the transaction's next statement,
 inside the same engine transaction, so the transaction reads them and the write-set
 read sees them; only rows that provably fit their columns wait, so no error moves from
@@ -274,6 +277,36 @@ class CommitStatements:
             exp.EQ(this=exp.column("txid"), expression=exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT"))))
         self.rolled_back = backend.compile(exp.insert(exp.select(exp.Placeholder(this="tq_txid")), "tq_rolled_back", columns=["txid"]))
         self.reads = ReadSetStatements(backend)
+        self._in_request: tuple[Compiled, Compiled] | None = None
+
+    def marker_and_publish(self) -> tuple[Compiled, Compiled]:
+        """For a commit sent in requests (_commit_in_requests), after the write-set's COMMIT
+        and certification:
+        - the marker: claim cts from the oracle (decide) and insert the outcome row with the
+          certification's verdict (tq_committed) in one statement;
+        - publish, only once an outcome row for cts is committed (else the oracle's status,
+          a read), with the verdict beside the oracle's answer: 1 committed, 0 aborted,
+          NULL no outcome row."""
+        if self._in_request is None:
+            oracle = self.backend.oracle
+            cts = exp.cast(exp.Placeholder(this="tq_cts"), "BIGINT")
+            txid = exp.cast(exp.Placeholder(this="tq_txid"), "BIGINT")
+            # The decide call's arguments are bound (oracle.statement gives them), as the
+            # marker of a separate request binds them.
+            decided = oracle.call(exp.Placeholder(this="tq_decide_op"), exp.cast(exp.Placeholder(this="tq_decide_a"), "BIGINT"),
+                                  exp.cast(exp.Placeholder(this="tq_decide_b"), "BIGINT"), "tq_decided")
+            marker = exp.insert(exp.select(cts.copy(), txid.copy(), exp.cast(exp.Placeholder(this="tq_committed"), "BOOLEAN")).from_(decided)
+                                .where(exp.EQ(this=exp.column("r1", "tq_decided"), expression=exp.Literal.number(1))),
+                                "tq_outcome", columns=["cts", "txid", "did_commit"])
+            outcome = exp.select("1").from_("tq_outcome").where(exp.EQ(this=exp.column("cts"), expression=cts.copy()))
+            op = exp.Case(ifs=[exp.If(this=exp.Exists(this=outcome), true=oracle.code("publish"))], default=oracle.code("status"))
+            # An aggregate: two resolvers may each have logged the abort of an expired cts.
+            committed = exp.Case(ifs=[exp.If(this=exp.column("did_commit"), true=exp.Literal.number(1))], default=exp.Literal.number(0))
+            verdict = exp.Subquery(this=outcome.select(exp.Max(this=committed), append=False))
+            publish = (exp.select(exp.column("r1", "p"), exp.column("r2", "p"), exp.column("r3", "p"), verdict)
+                       .from_(oracle.call(op, txid.copy(), cts.copy(), "p")))
+            self._in_request = (self.backend.compile(marker), self.backend.compile(publish))
+        return self._in_request
 
     def conflict(self, tables: list[TableDef]) -> Compiled:
         """A key of ours that a concurrent committer also wrote, with its table: the rows
@@ -716,17 +749,21 @@ def _write_set_insert(txid: int, cts: int, hashes: list[int]) -> tuple[str, list
 
 def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                         timeout: float) -> int:
-    """commit_writer's steps 1-4 in four requests, for engines that run several
+    """commit_writer's steps 1-4 in three requests, for engines that run several
     statements per request (MonetDB):
     1. the held cache inserts and the write-set's hashes (a read), then take the commit
        timestamp: nothing is flushed while the timestamp is held;
     2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
        the writes), then, after it, certify (a read);
-    3. claim the timestamp (decide) and insert the outcome row in one statement (the
-       commit point, autocommitted);
-    4. publish.
-    The server runs a request's statements in order and stops at the first that fails,
-    so step 2's COMMIT precedes its certification read as the invariant requires."""
+    3. in an engine transaction of its own, claim the timestamp (decide) and insert the
+       outcome row in one statement (the commit point), and COMMIT; then publish.
+    The server runs a request's statements in order, so step 2's COMMIT precedes its
+    certification as the invariant requires, and publish starts only after the outcome
+    row is committed; it also runs the statements after one that failed, so publish
+    checks in SQL that an outcome row for cts is there (CommitStatements.marker_and_publish).
+    Measured under contention: with the marker's transaction in the request of the
+    write-set's COMMIT, or with the certification read inside it, MonetDB aborted
+    concurrent writers' engine commits for conflicts they did not have."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts, "tq_cts": 0}
     cts: int | None = None
@@ -740,35 +777,40 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
             raise OperationalError("the MonetDB oracle lost its state (server restart) during the transaction")
         ctx["tq_cts"] = cts
         hashes = [int(row[0]) for row in found]
-        statements: list[tuple[str, list]] = []
-        if hashes:
-            rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
-            statements.append((f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)]))
-        txn.engine_open = False
-        with step(raw, "write-set + engine commit + certify"):
-            (conflicts,), _ = backend.request(raw, [*statements, ("COMMIT", []), (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
-        _failed_before_outcome(backend, raw, txn, cts, timeout, error)  # whether or not the writes committed: an abort
-    committed = not conflicts
+        _failed_before_outcome(backend, raw, txn, cts, timeout, error)
+    rows = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(hashes)))
+    logged = (f"INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES {rows}", [v for h in hashes for v in (txn.txid, cts, h)])
+    marker, publish = sql.marker_and_publish()
+    _, (ctx["tq_decide_op"], ctx["tq_decide_a"], ctx["tq_decide_b"]) = oracle.statement("decide", cts, 0)
+    txn.engine_open = False
     try:
-        # The outcome row goes in only if the oracle lets us decide cts (a timeout resolver
-        # may have aborted it first): an insert from the oracle call, so that nothing can
-        # come between the claim and the row.
-        decide, decide_params = oracle.statement("decide", cts, 0)
-        marker = (f"INSERT INTO tq_outcome (cts, txid, did_commit) SELECT CAST($4 AS BIGINT), CAST($5 AS BIGINT), CAST($6 AS BOOLEAN) "
-                  f"FROM ({decide}) AS tq_decided WHERE tq_decided.r1 = 1")
-        with step(raw, "decide + outcome"):
-            _, (inserted,) = backend.request(raw, [(marker, [*decide_params, cts, txn.txid, committed])])
+        with step(raw, "write-set + engine commit + certify"):
+            (conflicts,), _ = backend.request(raw, [*([logged] if hashes else []), ("COMMIT", []),
+                                                    (sql.certify.sql, sql.certify.values((), ctx))], commit=True)
+        ctx["tq_committed"] = not conflicts
+        with step(raw, "decide + outcome + publish"):
+            (answer,), counts = backend.request(raw, [("START TRANSACTION", []), (marker.sql, marker.values((), ctx)), ("COMMIT", []),
+                                                      (publish.sql, publish.values((), ctx))], other_commits=1)
     except BaseException as error:
-        if not (isinstance(error, Exception) and backend.is_unique_violation(error)):
-            _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
-            if isinstance(error, Exception) and not isinstance(error, OperationalError):
-                raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
-            raise
-        return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
-    lost = inserted != 1  # a timeout resolver aborted cts before we could claim it
-    return _published(backend, raw, txn, tables, sql, ctx, cts, committed and not lost, lost, timeout)
+        _rollback_quietly(backend, raw, txn)
+        # Which step failed decides what we are: an outcome row for cts means it is decided.
+        try:
+            decided = backend.rows(raw, "SELECT did_commit FROM tq_outcome WHERE cts = $1", [cts])
+        except Exception:
+            decided = None
+        if not decided:  # none (or unknown): undecided, so give the timestamp back as an abort
+            _failed_before_outcome(backend, raw, txn, cts, timeout, error)
+        if isinstance(error, Exception) and backend.is_unique_violation(error):
+            return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)  # a resolver's abort came first
+        return _published(backend, raw, txn, tables, sql, ctx, cts, bool(decided[0][0]), False, timeout)
+    status, verdict = int(answer[0][0]), answer[0][3]
+    lost = counts[-1] != 1  # a timeout resolver aborted cts before we could claim it
+    # Published unless no outcome row was there yet (lost, the resolver's row to come) or
+    # the oracle reported a stuck predecessor (the wait goes on in _published).
+    published = verdict is not None and status <= 0
+    return _published(backend, raw, txn, tables, sql, ctx, cts, bool(verdict) and not lost, lost, timeout, publish=not published)
 
 
 def _conflict_named(backend: Backend, raw: Any, sql: CommitStatements, tables: list[TableDef], ctx: dict[str, int]) -> str:

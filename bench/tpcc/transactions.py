@@ -12,7 +12,7 @@ import datetime
 import random
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from bench.tpcc.loader import DISTRICTS, Scale
 from bench.tpcc.rand import LAST_NAMES, Constants, nurand
@@ -30,11 +30,10 @@ NO_STOCK = tuple(f"SELECT s_quantity, s_data, s_dist_{d:02d} FROM stock WHERE s_
                  for d in range(1, DISTRICTS + 1))
 NO_STOCK_UPDATE = ("UPDATE stock SET s_quantity = ?, s_ytd = s_ytd + ?, s_order_cnt = s_order_cnt + 1, "
                    "s_remote_cnt = s_remote_cnt + ? WHERE s_i_id = ? AND s_w_id = ?")
-_ORDER_LINE_ROW = "(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"
-# One statement for all of an order's lines (5..15 rows): fewer round trips, same effect.
-NO_ORDER_LINES = {n: ("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
-                      "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES " + ", ".join([_ORDER_LINE_ROW] * n))
-                  for n in range(1, 16)}
+# One row's text, sent once for all of an order's lines (5..15) by executemany: one
+# statement text whatever the line count, as an application would write it.
+NO_ORDER_LINES = ("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
+                  "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)")
 
 # -- Payment (clause 2.5) -------------------------------------------------------------
 PAY_WAREHOUSE_YTD = "UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?"
@@ -89,14 +88,20 @@ class Outcome:
     skipped: int = 0  # Delivery: districts without an undelivered order
 
 
-Execute = Callable[[str, Sequence[Any]], list[tuple]]
+class Execute(Protocol):
+    def __call__(self, sql: str, params: Sequence[Any], many: bool = False) -> list[tuple]:
+        """The result rows (empty for statements without a result); `many`: `params` is a
+        sequence of rows, run by the cursor's executemany."""
 
 
 def executor(conn: Any) -> Execute:
     """execute(sql, params) -> the result rows (empty for statements without a result)."""
     cur = conn.cursor()
 
-    def execute(sql: str, params: Sequence[Any]) -> list[tuple]:
+    def execute(sql: str, params: Sequence[Any], many: bool = False) -> list[tuple]:
+        if many:
+            cur.executemany(sql, params)
+            return []
         cur.execute(sql, params)
         return cur.fetchall() if cur.description else []
 
@@ -174,7 +179,7 @@ class Workload:
         execute(NO_NEW_ORDER, (order_id, d, w))
         # The order total and the brand-generic flags are only displayed on the terminal:
         # no statement depends on them, so they are not computed.
-        values: list[Any] = []
+        rows: list[tuple] = []
         for number, (item, supply, quantity) in enumerate(lines, start=1):
             found = execute(NO_ITEM, (item,))
             if not found:
@@ -184,8 +189,8 @@ class Workload:
             s_quantity = s_quantity - quantity if s_quantity >= quantity + 10 else s_quantity - quantity + 91
             execute(NO_STOCK_UPDATE, (s_quantity, quantity, int(supply != w), item, supply))
             amount = (quantity * _money(price)).quantize(Decimal("0.01"))
-            values += [order_id, d, w, number, item, supply, quantity, amount, dist_info]
-        execute(NO_ORDER_LINES[count], values)
+            rows.append((order_id, d, w, number, item, supply, quantity, amount, dist_info))
+        execute(NO_ORDER_LINES, rows, many=True)
         return Outcome()
 
     def payment(self, execute: Execute, rng: random.Random) -> Outcome:

@@ -227,9 +227,10 @@ class Backend(ABC):
     commits_in_requests = False
 
     def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]],
-                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
+                commit: bool = False, other_commits: int = 0) -> tuple[list[list[tuple]], list[int]]:
         """Sends `statements` as one request; returns the rows of each query among them
-        and the row count of each insert."""
+        and the row count of each insert. `commit`: the request ends the open engine
+        transaction; `other_commits`: engine transactions it carries whole."""
         raise NotImplementedError
 
     def commit_engine(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]] = ()) -> list[Any]:

@@ -176,7 +176,8 @@ class _CountedCursor:
         self._cursor = _ReplyCursor(session.conn)
         self.carried = 0  # held inserts that went out in front of the last statement sent
 
-    def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None, commit: bool = False) -> Any:
+    def execute(self, operation: str, parameters: Any = None, *, origin: str | None = None, commit: bool = False,
+                other_commits: int = 0) -> Any:
         """`origin`: the statement an EXEC runs, which says whether it writes. A
         transaction's pending START TRANSACTION travels in front of its first statement,
         in the same request (MonetDB runs a request of several statements in order and
@@ -204,7 +205,7 @@ class _CountedCursor:
                 operation = "START TRANSACTION; " + operation
         if self.carried and session.counters.trace is not None:
             session.counters.trace.carried(self.carried)
-        with session.round_trip(origin or operation, commit=commit):
+        with session.round_trip(origin or operation, commit=commit, other_commits=other_commits):
             return self._cursor.execute(operation, values or None)
 
     def whole_results(self) -> None:
@@ -417,14 +418,14 @@ class MonetDBBackend(Backend):
                 cur.tq_names = self._native_names(namer, naming, values)
         return cur
 
-    def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
+    def _run(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False, other_commits: int = 0) -> Any:
         try:
-            return self._send(raw, text, values, hold, commit)
+            return self._send(raw, text, values, hold, commit, other_commits)
         except pymonetdb.exceptions.Error:
             raw.prepared.clear()  # a failed statement drops every prepared statement of the session
             raise
 
-    def _send(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False) -> Any:
+    def _send(self, raw: Session, text: str, values: list, hold: bool = False, commit: bool = False, other_commits: int = 0) -> Any:
         """`hold`: do not send the statement, hold it for the session's next request
         (Session.held); the caller knows it cannot fail."""
         cur = raw.cursor()
@@ -432,13 +433,13 @@ class MonetDBBackend(Backend):
             if hold:
                 raw.held.append((text, []))
                 return None
-            cur.execute(text.replace("%%", "%"), commit=commit)  # no values: pymonetdb sends the text as it is
+            cur.execute(text.replace("%%", "%"), commit=commit, other_commits=other_commits)  # no values: pymonetdb sends the text as it is
             return cur
         if raw.schema_change:
             if hold:
                 raw.held.append((text, list(values)))
                 return None
-            cur.execute(text, values, commit=commit)
+            cur.execute(text, values, commit=commit, other_commits=other_commits)
             return cur
         prepared = raw.prepared.get(text)
         if prepared is not None and not all(map(_keeps, values, prepared[2])):
@@ -456,7 +457,7 @@ class MonetDBBackend(Backend):
                 raw.held.append((f"EXEC {ident}({', '.join(['%s'] * markers)})", list(values)))
                 return None
             try:
-                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text, commit=commit)
+                cur.execute(f"EXEC {ident}({', '.join(['%s'] * markers)})", values, origin=text, commit=commit, other_commits=other_commits)
                 return cur
             except pymonetdb.exceptions.Error:
                 # e.g. a table it used was dropped; a failed statement drops all of them
@@ -467,7 +468,7 @@ class MonetDBBackend(Backend):
         if hold:
             raw.held.append((text, list(values)))
             return None
-        cur.execute(text, values, commit=commit)
+        cur.execute(text, values, commit=commit, other_commits=other_commits)
         return cur
 
     def _native_names(self, raw: Session, naming: Naming, values: list) -> tuple[str, ...]:
@@ -644,11 +645,12 @@ class MonetDBBackend(Backend):
         return cursors
 
     def request(self, raw: Session, statements: Sequence[tuple[str, Sequence[Any]]],
-                commit: bool = False) -> tuple[list[list[tuple]], list[int]]:
+                commit: bool = False, other_commits: int = 0) -> tuple[list[list[tuple]], list[int]]:
         """Sends `statements` as one request (each prepared where it repeats, as any
         statement) and returns the rows of each of its queries and the row count of
         each of its inserts, in order. `commit`: the request ends the open engine
-        transaction."""
+        transaction; `other_commits`: engine transactions it carries whole (a START
+        TRANSACTION ... COMMIT among its statements)."""
         earlier = len(raw.held)  # held inserts of earlier statements go out first
         texts = [(sql, list(params)) if isinstance(sql, FormatSQL) else _dollar_to_format(sql, params) for sql, params in statements]
         for text, values in texts[:-1]:
@@ -656,7 +658,7 @@ class MonetDBBackend(Backend):
         text, values = texts[-1]
         if commit:
             raw.in_transaction = False
-        cur = self._run(raw, FormatSQL(text), values, commit=commit)
+        cur = self._run(raw, FormatSQL(text), values, commit=commit, other_commits=other_commits)
         return cur.result_sets(), cur.updates[earlier:]
 
     def fresh_rows(self, raw: Session, sql: str, params: Sequence[Any]) -> list[tuple]:

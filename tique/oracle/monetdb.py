@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from sqlglot import exp
+
 from tique.errors import OperationalError
 
 CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND, AWAIT = range(1, 16)
@@ -88,6 +90,15 @@ class MonetDBOracle:
         """The oracle call `op` (take, decide, publish) as a statement, for a request of
         several (tique/transaction.py, _commit_in_requests); it answers r1, r2, r3."""
         return _CALL, [{"take": TAKE, "decide": DECIDE, "publish": PUBLISH}[op], a, b]
+
+    def call(self, op: exp.Expression, a: exp.Expression, b: exp.Expression, alias: str) -> exp.Table:
+        """The oracle call as a table expression (columns r1, r2, r3) for a statement that
+        builds on it; `op` an expression over code(), so one statement can choose its call."""
+        return exp.Table(this=exp.Anonymous(this="tq_oracle", expressions=[op, a, b]), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+    @staticmethod
+    def code(op: str) -> exp.Literal:
+        return exp.Literal.number({"publish": PUBLISH, "status": STATUS}[op])
 
     def take_statement(self, txid: int) -> None:
         return None  # the timestamp comes from process or server memory, not a statement
