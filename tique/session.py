@@ -7,6 +7,7 @@ the accounting.
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -24,8 +25,11 @@ _WRITES = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def writes(sql: str) -> bool:
-    """Whether statement text changes the database (and so commits when autocommitted)."""
+    """Whether statement text changes the database (and so commits when autocommitted).
+    Remembered per text: tique's texts recur, and searching one of a few kilobytes costs
+    tens of microseconds, paid on every round trip."""
     return _WRITES.search(sql) is not None
 
 
