@@ -45,8 +45,8 @@ def test_one_engine_commit_carries_all_writes(connect: Connect, engine: str) -> 
     # Begin commits nothing anywhere (PostgreSQL registers a transaction by an advisory lock).
     assert commit.engine_commits == (3 if engine == "postgres" else 2), commit
     assert total.engine_commits == commit.engine_commits
-    if engine == "postgres":  # writes + write-set + COMMIT; marker + COMMIT + publish
-        assert commit.round_trips == 2, commit
+    if engine == "postgres":  # one request: take cts, write-set, COMMIT; marker, COMMIT; publish
+        assert commit.round_trips == 1, commit
     assert commit.round_trips >= 1 and total.engine_ns > 0
     other = connect()
     assert rows(other, "SELECT id, balance FROM acct ORDER BY id") == [(1, 90), (2, 110)]

@@ -118,6 +118,10 @@ def test_stalled_committer_is_aborted_after_commit_timeout(connect: Connect, mon
     admin.commit()
     stall = Stall(admin.backend.oracle)
     stall.install(monkeypatch, admin.backend.oracle)
+    # PostgreSQL sends a whole commit in one request, which holds its timestamp only while
+    # the server runs it; a client stalls holding one between the requests of the
+    # two-request commit (SERIALIZABLE, rows read FOR SHARE, priority re-executions).
+    monkeypatch.setattr(admin.backend, "commits_whole", False)
 
     stalled = connect()
     run(stalled, "UPDATE kv SET v = 'stalled' WHERE k = 1")
@@ -188,6 +192,7 @@ def _commit_and_hang(url: str, report: Any) -> None:
         return decide(raw, cts)
 
     oracle.decide = decide_and_hang
+    conn.backend.commits_whole = False  # the two-request commit, which can stall between requests (see above)
     conn.commit()
 
 
@@ -271,15 +276,27 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
         failing = type(publish.sql)(f"SELECT 1 / (count(*) - count(*)) FROM ({publish.sql}) AS published")
         return marker, Compiled(failing, publish.names)
 
+    publish_taken_statement = getattr(oracle, "publish_taken_statement", None)
+
+    def publish_taken_statement_then_fail(raw: Any, txid: int, timeout: float) -> tuple[str, list]:
+        """The same where publish travels in the request of the whole commit (PostgreSQL)."""
+        assert publish_taken_statement is not None
+        sql, params = publish_taken_statement(raw, txid, timeout)
+        return f"SELECT 1 / (count(*) - count(*)) FROM ({sql}) AS published", params
+
     writer = connect()
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
     monkeypatch.setattr(oracle, "publish_statement", publish_statement_then_fail)
     monkeypatch.setattr(CommitStatements, "marker_and_publish", marker_and_publish_then_fail)
+    if publish_taken_statement is not None:
+        monkeypatch.setattr(oracle, "publish_taken_statement", publish_taken_statement_then_fail)
     with pytest.raises(tique.OperationalError) as caught:
         writer.commit()
     monkeypatch.setattr(oracle, "publish", publish)
     monkeypatch.setattr(oracle, "publish_statement", publish_statement)
+    if publish_taken_statement is not None:
+        monkeypatch.setattr(oracle, "publish_taken_statement", publish_taken_statement)
     assert "is committed" in str(caught.value)
     assert not writer.in_transaction
     assert committed(connect) == [(1, "committed")]

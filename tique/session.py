@@ -7,6 +7,7 @@ the accounting.
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -25,7 +26,19 @@ _WRITES = re.compile(
 
 
 def writes(sql: str) -> bool:
-    """Whether statement text changes the database (and so commits when autocommitted)."""
+    """Whether statement text changes the database (and so commits when autocommitted).
+    Remembered per text up to a bounded size: tique's texts recur, and searching one of a
+    few kilobytes costs tens of microseconds, paid on every round trip."""
+    if len(sql) > _REMEMBERED_LENGTH:
+        return _WRITES.search(sql) is not None
+    return _remembered_writes(sql)
+
+
+_REMEMBERED_LENGTH = 8192  # at most 1024 texts of this size are kept (8 MB)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_writes(sql: str) -> bool:
     return _WRITES.search(sql) is not None
 
 

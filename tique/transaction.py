@@ -19,9 +19,15 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
-On PostgreSQL steps 1-2 travel in one request, and steps 3-4 in one more
-(PostgresBackend.commit_then: the outcome row in an engine transaction of its own,
-committed, then publish, which the server starts only once that COMMIT returned).
+On PostgreSQL steps 1-4 travel in one request (_commit_whole, PostgresBackend.commit_whole):
+the timestamp, the write-set and the COMMIT of the writes; then the outcome row in an
+engine transaction of its own and its COMMIT; then publish. The server starts each
+statement of a request only once the one before it returned, so step 2's COMMIT has
+returned before step 3 starts, as the invariant below requires, and publish starts only
+once the outcome row's COMMIT returned; the statements after the timestamp read it from
+the session (currval). A commit at SERIALIZABLE, with rows read FOR SHARE, or held at a
+debug pause point sends steps 1-2 in one request and steps 3-4 in one more
+(PostgresBackend.commit_then).
 On MonetDB the steps travel in three requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert,
 COMMIT and the certification read in the second (the server runs a request's statements
@@ -267,6 +273,8 @@ class CommitStatements:
             if call.name.upper() == "TQ_CERTIFY":
                 call.replace(certify.copy())
         self.commit_marker = backend.compile(marker)
+        self._marker = marker
+        self._marker_taken: Compiled | None = None
         # Engines without RETURNING certify first, then insert the marker with the verdict.
         self.certify = backend.compile(certify)
         self.outcome = backend.compile(exp.insert(
@@ -307,6 +315,19 @@ class CommitStatements:
                        .from_(oracle.call(op, txid.copy(), cts.copy(), "p")))
             self._in_request = (self.backend.compile(marker), self.backend.compile(publish))
         return self._in_request
+
+    def commit_marker_taken(self) -> Compiled:
+        """The commit marker with the commit timestamp read from the session
+        (Backend.taken_commit_timestamp), for a request that took it (_commit_whole)."""
+        if self._marker_taken is None:
+            taken = self.backend.taken_commit_timestamp()
+            assert taken is not None
+            marker = self._marker.copy()
+            for p in list(marker.find_all(exp.Placeholder)):
+                if p.this == "tq_cts":
+                    p.replace(taken.copy())
+            self._marker_taken = self.backend.compile(marker)
+        return self._marker_taken
 
     def conflict(self, tables: list[TableDef]) -> Compiled:
         """A key of ours that a concurrent committer also wrote, with its table: the rows
@@ -510,6 +531,9 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     if (txn.reserved_cts is None and "no-certify" not in faults and backend.commits_in_requests and reads is None
             and pause is None and tables):
         return _commit_in_requests(backend, raw, txn, tables, sql, timeout)
+    if (txn.reserved_cts is None and "no-certify" not in faults and backend.commits_whole and reads is None
+            and pause is None and tables):
+        return _commit_whole(backend, raw, txn, tables, sql, timeout)
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts}
     cts: int | None = txn.reserved_cts
@@ -593,6 +617,50 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             raise OperationalError(f"commit of transaction {txn.txid} failed: {error}") from error
         raise
     return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout, read_conflict=read_conflict)
+
+
+def _commit_whole(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
+                  timeout: float) -> int:
+    """commit_writer's steps 1-4 in one request (PostgreSQL, PostgresBackend.commit_whole):
+    take the commit timestamp, log the write-set under it and commit the engine
+    transaction (steps 1-2); then certify and insert the outcome row in an engine
+    transaction of its own and commit it, durably (step 3); then publish (step 4). The
+    server starts each statement only once the one before it returned, so step 2's commit
+    precedes step 3, as the invariant requires; the statements after the timestamp read it
+    from the session (currval), so none waits for the client. Nothing is held longer than
+    in separate requests: the timestamp is taken first thing in the request, and given up
+    by publish at its end."""
+    oracle = backend.oracle
+    ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts}
+    ws = sql.write_set(tables, taken_in_request=True)
+    assert ws is not None
+    marker = sql.commit_marker_taken()
+    txn.engine_open = False
+    with step(raw, "take cts + write-set + engine commit + certify + outcome + publish"):
+        done = backend.commit_whole(raw, [oracle.take_statement(txn.txid), (ws.sql, ws.values((), ctx))],  # type: ignore[attr-defined]
+                                    (marker.sql, marker.values((), ctx)), oracle.publish_taken_statement(raw, txn.txid, timeout))  # type: ignore[attr-defined]
+    if not done.writes_committed:
+        _rollback_quietly(backend, raw, txn)  # a no-op: commit_whole left no engine transaction open
+        cts = oracle.taken_after_failure(raw)  # the request may have taken one
+        _failed_before_outcome(backend, raw, txn, cts, timeout,
+                               done.error or OperationalError(f"the engine rolled back the writes of transaction {txn.txid} at commit"))
+    cts = int(done.cursors[0].fetchone()[0])
+    ctx["tq_cts"] = cts
+    if not done.marker_committed:
+        if done.error is not None and backend.is_unique_violation(done.error):  # a timeout resolver decided cts first: an abort
+            return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
+        _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
+        raise OperationalError(f"commit of transaction {txn.txid} failed: {done.error or 'its outcome row was rolled back'}") from done.error
+    oracle.published(raw, txn.txid)
+    committed = bool(done.marker.fetchone()[0])
+    if done.error is not None:
+        # Publish failed after the outcome row committed: once more on its own, as the
+        # two-request commit's give-back does, so that the snapshot still moves past cts.
+        try:
+            oracle.publish(raw, txn.txid, cts, timeout)
+        except Exception:
+            pass
+    return _published(backend, raw, txn, tables, sql, ctx, cts, committed, False, timeout, publish=False, publish_error=done.error)
 
 
 def _published(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements, ctx: dict[str, int],

@@ -225,6 +225,9 @@ class Backend(ABC):
     # The commit protocol runs in a few requests of several statements each
     # (tique/transaction.py, _commit_in_requests): needs request().
     commits_in_requests = False
+    # A writer's whole commit travels in one request (tique/transaction.py, _commit_whole):
+    # needs commit_whole() (PostgreSQL).
+    commits_whole = False
 
     def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]],
                 commit: bool = False, other_commits: int = 0) -> tuple[list[list[tuple]], list[int]]:

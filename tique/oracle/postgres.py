@@ -79,6 +79,14 @@ class PostgresOracle:
             return "SELECT tq_publish($1, $2, $3)", [txid, cts, max(1, int(timeout * 1000))]
         return "SELECT tq_publish($1, $2, $3) FROM tq_leave($4)", [txid, cts, max(1, int(timeout * 1000)), sts]
 
+    def publish_taken_statement(self, raw: Any, txid: int, timeout: float) -> tuple[str, list]:
+        """publish_statement for the commit timestamp this session took last (tq_take_cts's
+        nextval), read from the session by a statement in the request that took it."""
+        sts = raw.registered.get(txid)
+        if sts is None:
+            return "SELECT tq_publish($1, currval('tq_cts_seq'), $2)", [txid, max(1, int(timeout * 1000))]
+        return "SELECT tq_publish($1, currval('tq_cts_seq'), $2) FROM tq_leave($3)", [txid, max(1, int(timeout * 1000)), sts]
+
     def published(self, raw: Any, txid: int) -> None:
         raw.registered.pop(txid, None)
 

@@ -193,13 +193,13 @@ class Compiled:
         return self.sql, self.values(user, context)
 
     def values(self, user: tuple | list, context: dict[str, int]) -> list:
-        out = []
-        for name in self.names:
-            if name.startswith(USER_PREFIX):
-                out.append(user[int(name[len(USER_PREFIX):]) - 1])
-            else:
-                out.append(context[name])
-        return out
+        return [user[source] if type(source) is int else context[source] for source in self._sources]
+
+    @functools.cached_property
+    def _sources(self) -> tuple[int | str, ...]:
+        """Each marker's source, worked out once per statement: the index of an
+        application parameter, or the name of a context value."""
+        return tuple(int(name[len(USER_PREFIX):]) - 1 if name.startswith(USER_PREFIX) else name for name in self.names)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""PostgreSQL sends a writer's whole commit in one request (tique/transaction.py,
+_commit_whole): the timestamp, the write-set and the writes' COMMIT, then the outcome
+row and its COMMIT, then publish. These tests drive the paths where part of that request
+fails, on a real server, and check that the transaction ends as the protocol says.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterator
+
+import pytest
+
+import tique
+from sqlhelp import rows, run
+
+Connect = Callable[..., tique.Connection]
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def engine() -> str:
+    return "postgres"
+
+
+@pytest.fixture
+def native(url: str) -> Iterator[Any]:
+    """Runs SQL on the engine itself (autocommitted); returns its rows, if any."""
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True)
+
+    def run_native(sql: str) -> list[tuple]:
+        cur = conn.execute(sql)
+        return cur.fetchall() if cur.description else []
+
+    yield run_native
+    conn.close()
+
+
+def _next_cts(native: Callable[[str], list[tuple]]) -> int:
+    (last, called), = native("SELECT last_value, is_called FROM tq_cts_seq")
+    return int(last) + 1 if called else int(last)
+
+
+def test_a_timestamp_decided_before_the_outcome_row_aborts_the_commit(connect: Connect, native: Any) -> None:
+    """A timeout resolver that wrote the abort outcome of the timestamp the commit takes
+    (as tq_advance does for an owner that held it too long) makes the outcome row's insert
+    fail inside the request, after the writes committed: the transaction is aborted
+    (SerializationFailure), its writes stay invisible, the timestamp is published, and
+    the next transaction commits."""
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    run(conn, "UPDATE t SET v = 20 WHERE id = 1")
+    decided = _next_cts(native)
+    native(f"INSERT INTO tq_outcome (cts, txid, did_commit) VALUES ({decided}, NULL, FALSE)")
+    with pytest.raises(tique.SerializationFailure, match="resolved it as aborted"):
+        conn.commit()
+    assert native(f"SELECT did_commit FROM tq_outcome WHERE cts = {decided}") == [(False,)]
+    assert native("SELECT snapshot FROM tq_clock WHERE id = 1")[0][0] >= decided  # published: nobody waits on it
+    other = connect()
+    assert rows(other, "SELECT v FROM t WHERE id = 1") == [(10,)]
+    other.commit()
+    run(conn, "UPDATE t SET v = 30 WHERE id = 1")
+    conn.commit()
+    assert rows(other, "SELECT v FROM t WHERE id = 1") == [(30,)]
+
+
+def test_a_write_set_that_fails_leaves_nothing_and_gives_the_timestamp_back(connect: Connect, native: Any) -> None:
+    """A failure after the timestamp was taken but before the writes committed (here the
+    write-set's insert, refused by a trigger) rolls the writes back, aborts the timestamp
+    it took, publishes it, and keeps the session usable."""
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(conn, "INSERT INTO t VALUES (1, 10)")
+    conn.commit()
+    native("CREATE FUNCTION refuse_write_set() RETURNS trigger LANGUAGE plpgsql AS "
+           "$$ BEGIN RAISE EXCEPTION 'write-set refused'; END $$")
+    native("CREATE TRIGGER refuse BEFORE INSERT ON tq_write_sets FOR EACH STATEMENT EXECUTE FUNCTION refuse_write_set()")
+    run(conn, "UPDATE t SET v = 20 WHERE id = 1")
+    taken = _next_cts(native)
+    with pytest.raises(tique.OperationalError, match="write-set refused"):
+        conn.commit()
+    native("DROP TRIGGER refuse ON tq_write_sets")
+    assert native(f"SELECT did_commit FROM tq_outcome WHERE cts = {taken}") == [(False,)]
+    assert native("SELECT snapshot FROM tq_clock WHERE id = 1")[0][0] >= taken
+    assert native("SELECT count(*) FROM tq_write_sets WHERE cts = " + str(taken)) == [(0,)]
+    assert rows(conn, "SELECT v FROM t WHERE id = 1") == [(10,)]
+    run(conn, "UPDATE t SET v = 30 WHERE id = 1")
+    conn.commit()
+    assert rows(conn, "SELECT v FROM t WHERE id = 1") == [(30,)]
+    conn.commit()
+
+
+def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect) -> None:
+    """Writers of one key racing through whole-commit requests: first committer wins, so
+    the counter equals the number of commits that returned."""
+    setup = connect()
+    run(setup, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
+    run(setup, "INSERT INTO counter VALUES (1, 0)")
+    setup.commit()
+    committed: list[int] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(4, timeout=60)
+
+    def client() -> None:
+        conn = connect()
+        try:
+            start.wait()
+            for _ in range(25):
+                try:
+                    run(conn, "UPDATE counter SET n = n + 1 WHERE id = 1")
+                    conn.commit()
+                    committed.append(1)
+                except tique.SerializationFailure:
+                    conn.rollback()
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert not any(thread.is_alive() for thread in threads)
+    assert not failures, failures
+    assert committed
+    assert rows(setup, "SELECT n FROM counter WHERE id = 1") == [(len(committed),)]
