@@ -828,7 +828,9 @@ class MonetDBBackend(Backend):
                     "shapes (an engine defect; natively such an INSERT ... SELECT writes nothing and reports -1 rows), "
                     "so tique cannot know the rows to write; rewrite the query, for example without its ORDER BY ... "
                     "LIMIT or its outer join")
-        return user_terms(str(error))
+        # A syntax error quotes the text the engine read: tique's rewrite, with its internal
+        # names. The user's own statement follows the message (errors.describe).
+        return user_terms(_QUOTED_TEXT.sub(r"\g<error> in the statement", str(error)))
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
         if _lost_result_set(error):
@@ -936,6 +938,9 @@ class _Inserted:
 
     def __init__(self, rowcount: int) -> None:
         self.rowcount = rowcount
+
+
+_QUOTED_TEXT = re.compile(r'(?P<error>syntax error[^"\n]*?) in: ".*', re.DOTALL)
 
 
 def _lost_result_set(error: BaseException) -> bool:
