@@ -470,3 +470,35 @@ def test_update_moving_keys_of_rows_a_volatile_where_chooses_is_whole(engine: st
     assert len(found) == len(rows) and sorted(v for _, v in found) == [v for _, v in rows]
     assert all(k in (v, v + 1000) for k, v in found)
     assert sum(k >= 1000 for k, _ in found) == moved
+
+
+def test_an_insert_of_a_query_without_result_set_writes_by_sql_or_is_refused(engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """Natively MonetDB reports -1 rows for an INSERT ... SELECT whose SELECT it answers with
+    no result set, and writes nothing, although the SELECT has rows. Through tique the
+    rowcount is the rows written, which are the query's (PEP 249); where the engine loses
+    the query's result set through tique too, the INSERT is refused and writes nothing."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, c INTEGER)")
+    cur.execute("CREATE TABLE ub (c BOOLEAN)")
+    cur.execute("INSERT INTO t VALUES (?, ?)", (1, 3))
+    # Natively: no result set, -1 rows and nothing written; by SQL one row.
+    cur.execute("INSERT INTO ub SELECT TRUE AS x FROM (SELECT TRUE AS y FROM t AS a FULL JOIN t AS b ON TRUE "
+                "WHERE a.c = 3) AS d ORDER BY x LIMIT 5")
+    assert cur.rowcount == 1
+    cur.execute("SELECT c FROM ub")
+    assert cur.fetchall() == [(True,)]
+    cur.execute("CREATE TABLE t1 (c0 DECIMAL(10, 2))")
+    cur.execute("CREATE TABLE t2 (c0 DATE NOT NULL)")
+    cur.execute("CREATE TABLE u (c INTEGER)")
+    cur.execute("INSERT INTO t2 VALUES (?)", (datetime.date(2020, 1, 1),))
+    insert = f"INSERT INTO u {NO_RESULT_SET[0]}"  # its query loses its result set through tique on MonetDB
+    if engine == "monetdb":
+        with pytest.raises(tique.NotSupportedError, match="no result set") as refused:
+            cur.execute(insert)
+        assert "_cache" not in str(refused.value) and "tq_" not in str(refused.value)
+    else:
+        cur.execute(insert)
+        assert cur.rowcount == 0  # MIN over no rows is NULL: no row passes
+    cur.execute("SELECT c FROM u")
+    assert cur.fetchall() == []

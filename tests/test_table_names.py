@@ -5,6 +5,7 @@ written and compares names without case, so they are one. Each statement runs na
 and through tique on every engine; both must fail, or both give the same answer."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 import pytest
@@ -98,9 +99,70 @@ CHECK_STATEMENTS: list[tuple[str, tuple]] = [
 ]
 
 
+# Constraint names are kept and compared as the engine keeps and compares them: a quoted
+# name keeps its case, unquoted ones fold on PostgreSQL and MonetDB; a name the engine
+# already holds is refused where the engine refuses it (CHECK names per table and UNIQUE
+# names per schema on PostgreSQL, UNIQUE names per schema on MonetDB; DuckDB never); and an
+# unnamed constraint is named as the engine names it.
+UNIQUE_NAME_STATEMENTS: list[tuple[str, tuple]] = [
+    ('CREATE TABLE na (a INTEGER, b INTEGER, CONSTRAINT "MyU" UNIQUE (a))', ()),
+    ('INSERT INTO na VALUES (?, ?), (?, ?)', (1, 1, 1, 2)),  # breaks "MyU"
+    ('CREATE TABLE nb (a INTEGER, b INTEGER, CONSTRAINT u UNIQUE (a), CONSTRAINT U UNIQUE (b))', ()),  # one name, except on DuckDB
+    ('CREATE TABLE nc (a INTEGER, b INTEGER, CONSTRAINT u UNIQUE (a), CONSTRAINT "U" UNIQUE (b))', ()),  # two names everywhere
+    ('INSERT INTO nc VALUES (?, ?), (?, ?)', (1, 1, 2, 1)),  # breaks "U"
+    ('CREATE TABLE nd (a INTEGER, CONSTRAINT u UNIQUE (a))', ()),  # nc holds u, except on DuckDB
+    ('CREATE TABLE IF NOT EXISTS nc (a INTEGER, CONSTRAINT u UNIQUE (a))', ()),  # exists: nothing to do
+    ('CREATE TABLE ne (a INTEGER, b INTEGER, UNIQUE (a), UNIQUE (a, b))', ()),
+    ('INSERT INTO ne VALUES (?, ?), (?, ?)', (1, 1, 1, 2)),  # ne_a_key (ne_a_unique on MonetDB)
+    ('CREATE TABLE nf (a INTEGER, b INTEGER, CONSTRAINT ne_a_unique UNIQUE (b))', ()),  # MonetDB's name of ne's
+    ('CREATE TABLE ng (a INTEGER, b INTEGER, CONSTRAINT ne_a_key UNIQUE (b))', ()),  # PostgreSQL's
+    ('CREATE TABLE nh (a INTEGER, b INTEGER, UNIQUE (a), CONSTRAINT nh_a_key UNIQUE (b))', ()),  # the unnamed one took it on PostgreSQL
+    ('CREATE TABLE ni (a INTEGER, b INTEGER, CONSTRAINT ni_a_key UNIQUE (b), UNIQUE (a))', ()),
+    ('INSERT INTO ni VALUES (?, ?), (?, ?)', (1, 1, 1, 2)),  # ni_a_key1 on PostgreSQL
+    ('CREATE TABLE nj (a INTEGER, UNIQUE (a), CONSTRAINT nj_a_key UNIQUE (a))', ()),  # one index on PostgreSQL
+    ('INSERT INTO nj VALUES (?), (?)', (1, 1)),
+    ('CREATE TABLE nk (k INTEGER PRIMARY KEY, b INTEGER, CONSTRAINT nc UNIQUE (b))', ()),  # the table nc is a relation on PostgreSQL
+    ('CREATE TABLE nl (k INTEGER PRIMARY KEY, b INTEGER, CONSTRAINT nl UNIQUE (b))', ()),  # so is the table itself
+    ('CREATE TABLE nm (k INTEGER PRIMARY KEY, b INTEGER, CONSTRAINT "Nm" UNIQUE (b))', ()),
+    ('INSERT INTO nm VALUES (?, ?), (?, ?)', (1, 1, 2, 1)),
+    ('DROP TABLE ne', ()),
+    ('CREATE TABLE nn (a INTEGER, CONSTRAINT ne_a_key UNIQUE (a))', ()),  # free again
+    ('INSERT INTO nn VALUES (?), (?)', (1, 1)),
+    ('CREATE TABLE np (a INTEGER, b INTEGER, UNIQUE (a, b))', ()),
+    ('INSERT INTO np VALUES (?, ?), (?, ?)', (1, 1, 1, 1)),  # np_a_b_key (np_a_b_unique on MonetDB)
+]
+CHECK_NAME_STATEMENTS: list[tuple[str, tuple]] = [
+    ('CREATE TABLE ca (a INTEGER, CONSTRAINT "MyC" CHECK (a > 0))', ()),
+    ('INSERT INTO ca VALUES (?)', (-1,)),
+    ('CREATE TABLE cb (a INTEGER, CONSTRAINT c CHECK (a > 0), CONSTRAINT C CHECK (a < 10))', ()),  # one name, except on DuckDB
+    ('CREATE TABLE cc (a INTEGER, CONSTRAINT c CHECK (a > 0), CONSTRAINT "C" CHECK (a < 10))', ()),
+    ('INSERT INTO cc VALUES (?)', (11,)),  # breaks "C"
+    ('CREATE TABLE cd (a INTEGER, CHECK (a > 0), CONSTRAINT cd_a_check CHECK (a < 10))', ()),  # the unnamed one took it
+    ('CREATE TABLE ce (a INTEGER, CONSTRAINT ce_a_check CHECK (a < 10), CHECK (a > 0))', ()),
+    ('INSERT INTO ce VALUES (?)', (-1,)),  # ce_a_check1
+    ('CREATE TABLE cf (a INTEGER, b INTEGER, CONSTRAINT x UNIQUE (a), CONSTRAINT x CHECK (b > 0))', ()),
+    ('CREATE TABLE cg (a INTEGER, CONSTRAINT cg_a_key CHECK (a > 0), UNIQUE (a))', ()),
+    ('INSERT INTO cg VALUES (?), (?)', (1, 1)),  # cg_a_key1
+    ('CREATE TABLE ch (a INTEGER, CONSTRAINT nc CHECK (a > 0))', ()),  # a CHECK's name is its table's own
+]
+# CREATE TABLE ... AS: result columns repeat a name as the engine compares names.
+CREATE_AS_STATEMENTS: list[tuple[str, tuple]] = [
+    ('CREATE TABLE xa AS SELECT 1 AS a, 2 AS "A"', ()),  # two columns (DuckDB renames the second)
+    ('SELECT * FROM xa', ()),
+    ('CREATE TABLE xb AS SELECT 1 AS a, 2 AS A', ()),  # one name repeated, except on DuckDB
+    ('SELECT * FROM xb', ()),
+    ('CREATE TABLE xc AS SELECT 1 AS "Ab", 2 AS "aB", 3 AS ab', ()),
+    ('SELECT * FROM xc', ()),
+]
+
+
 @pytest.fixture
 def pair(engine: str, connect: Any, request: pytest.FixtureRequest) -> Iterator[tuple[tique.Connection, Native]]:
     yield from native_pair(engine, connect, request, [], "tnames")
+
+
+# The constraint a native error names: PostgreSQL's "name", MonetDB's 'table.name'.
+_NAMED_CONSTRAINT = re.compile(r'constraint "(?P<pg>[^"]+)"|constraint \'[^.\']+\.(?P<monetdb>[^\']+)\'')
 
 
 def _run_alike(conn: tique.Connection, native: Native, statements: list[tuple[str, tuple]]) -> None:
@@ -111,6 +173,10 @@ def _run_alike(conn: tique.Connection, native: Native, statements: list[tuple[st
         said = f"{statement}: natively {want.brief()}, through tique {got.brief()}"
         if want.kind == "error":
             assert got.kind == "error", said
+            named = _NAMED_CONSTRAINT.search(str(want.error))
+            constraint = named.group("pg") or named.group("monetdb") if named else ""
+            if constraint and not constraint.endswith("_pkey"):  # tique's key errors name the key's columns
+                assert f'constraint "{constraint}"' in str(got.error), said
             continue
         assert got.kind == want.kind, said
         if reads:
@@ -126,6 +192,16 @@ def test_quoted_table_names_keep_their_case(engine: str, pair: tuple[tique.Conne
 def test_constraint_columns_resolve_as_natively(engine: str, pair: tuple[tique.Connection, Native]) -> None:
     conn, native = pair
     _run_alike(conn, native, CONSTRAINT_STATEMENTS + (CHECK_STATEMENTS if engine != "monetdb" else []))
+
+
+def test_constraint_names_are_kept_and_compared_as_natively(engine: str, pair: tuple[tique.Connection, Native]) -> None:
+    conn, native = pair
+    _run_alike(conn, native, UNIQUE_NAME_STATEMENTS + (CHECK_NAME_STATEMENTS if engine != "monetdb" else []))
+
+
+def test_create_as_repeats_a_column_name_as_natively(engine: str, pair: tuple[tique.Connection, Native]) -> None:
+    conn, native = pair
+    _run_alike(conn, native, CREATE_AS_STATEMENTS)
 
 
 def test_catalog_and_errors_name_a_table_as_declared(engine: str, connect: Any) -> None:

@@ -327,10 +327,11 @@ def _declared_type(item: exp.ColumnDef, name: str, props: _ColumnProperties, dia
     raise ProgrammingError(describe(statement, f"column {name!r} must have a type"))
 
 
-def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> TableDef:
+def table_def_from_create(create: exp.Create, dialect: str, statement: str, schema_names: frozenset[str] = frozenset()) -> TableDef:
     """Reads columns with their properties (see _column_properties), single- or
     multi-column primary keys, UNIQUE and CHECK constraints. Every other constraint is
-    refused: none is dropped silently."""
+    refused: none is dropped silently. `schema_names`: the names a UNIQUE constraint's
+    name must not repeat (see constraint_names_in_schema)."""
     schema = create.this
     if not isinstance(schema, exp.Schema) or not isinstance(schema.this, exp.Table):
         raise NotSupportedError(describe(statement, "CREATE TABLE ... AS SELECT is not supported for tique tables; create the table, then INSERT ... SELECT"))
@@ -350,7 +351,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
                 key.append(col_name)
             for constraint in item.args.get("constraints") or []:
                 kind = constraint.kind
-                given = normalize(constraint.name) if constraint.name else None
+                given = _given_name(constraint, dialect)
                 if isinstance(kind, exp.UniqueColumnConstraint):
                     uniques.append((given, _unique_columns(kind, (col_name,), dialect, statement)))
                 elif isinstance(kind, exp.CheckColumnConstraint):
@@ -360,7 +361,7 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
             kind_sql = _declared_type(item, col_name, props, dialect, statement)
             columns.append(Column(col_name, kind_sql, props.not_null, props.default, props.collation, props.generated))
             continue
-        given = normalize(item.name) if isinstance(item, exp.Constraint) and item.name else None
+        given = _given_name(item, dialect) if isinstance(item, exp.Constraint) else None
         parts = item.expressions if isinstance(item, exp.Constraint) else [item]
         for part in parts:
             if isinstance(part, exp.PrimaryKey):
@@ -386,25 +387,21 @@ def table_def_from_create(create: exp.Create, dialect: str, statement: str) -> T
     check_column_properties(columns, key, dialect, statement)
     columns = [replace(c, not_null=c.not_null or c.name in key) for c in columns]
     hidden = not key
-    taken: set[str] = set()
-    unique_defs = []
-    for given, unique_columns in uniques:
+    for _, unique_columns in uniques:
         for c in unique_columns:
             if c not in names:
                 raise ProgrammingError(describe(statement, f"UNIQUE names {c!r}, which is not a column of {name}"))
-        constraint_name = given or _native_name(name, unique_columns, "key", taken)
-        taken.add(constraint_name)
-        # A primary key already makes any superset of its columns unique.
-        if key and set(key) <= set(unique_columns):
-            continue
-        unique_defs.append(Unique(constraint_name, unique_columns))
-    check_defs = []
-    for given, column_name, expression in checks:
-        normalized = _check_expression(expression, name, names, dialect, statement)
-        referenced = (column_name,) if column_name else tuple(dict.fromkeys(c.name for c in normalized.find_all(exp.Column)))[:1]
-        constraint_name = given or _native_name(name, referenced, "check", taken)
-        taken.add(constraint_name)
-        check_defs.append(Check(constraint_name, normalized.sql(dialect)))
+    normalized_checks = [(given, column_name, _check_expression(expression, name, names, dialect, statement))
+                         for given, column_name, expression in checks]
+    # PostgreSQL names an unnamed CHECK after its column when it reads exactly one, wherever written.
+    check_columns = [tuple(dict.fromkeys(c.name for c in normalized.find_all(exp.Column))) for _, _, normalized in normalized_checks]
+    check_names, named_uniques = _constraint_names(
+        name, [(given, columns if len(columns) == 1 else ()) for (given, _, _), columns in zip(normalized_checks, check_columns)],
+        uniques, tuple(key), schema_names, dialect, statement)
+    # A primary key already makes any superset of its columns unique.
+    unique_defs = [Unique(constraint_name, unique_columns) for constraint_name, unique_columns in named_uniques
+                   if not (key and set(key) <= set(unique_columns))]
+    check_defs = [Check(constraint_name, normalized.sql(dialect)) for constraint_name, (_, _, normalized) in zip(check_names, normalized_checks)]
     return TableDef(name, tuple(columns), tuple(key) if key else (ROWID,), hidden,
                     uniques=tuple(unique_defs), checks=tuple(check_defs))
 
@@ -432,14 +429,85 @@ def _unique_columns(constraint: exp.UniqueColumnConstraint, own: tuple[str, ...]
     return own
 
 
-def _native_name(table: str, columns: tuple[str, ...], suffix: str, taken: set[str]) -> str:
-    """The name PostgreSQL gives an unnamed constraint (t_a_b_key, t_a_check), unique in the table."""
-    base = "_".join((table, *columns, suffix))
-    found, n = base, 0
-    while found in taken:
-        n += 1
-        found = f"{base}{n}"
-    return found
+def _given_name(constraint: exp.Expression, dialect: str) -> str | None:
+    """The name a CONSTRAINT clause gives, as the engine names it (declared_name), or None."""
+    identifier = constraint.args.get("this")
+    return declared_name(identifier, dialect) if isinstance(identifier, exp.Identifier) and identifier.name else None
+
+
+def _constraint_names(table: str, checks: list[tuple[str | None, tuple[str, ...]]], uniques: list[tuple[str | None, tuple[str, ...]]],
+                      key: tuple[str, ...], schema_names: frozenset[str], dialect: str,
+                      statement: str) -> tuple[list[str], list[tuple[str, tuple[str, ...]]]]:
+    """The names of the CHECK constraints, and the UNIQUE constraints with their names, given
+    or chosen as the engine chooses them; the engine's error where a given name repeats one
+    it already holds. PostgreSQL names the CHECKs first, then the primary key (t_pkey) and
+    the UNIQUEs, each in declaration order: a CHECK's name is unique in its table, a
+    UNIQUE's (its index's) in the schema; an unnamed one gets t_a_check / t_a_key, numbered
+    past names taken; a UNIQUE over the very columns of an earlier one (or of the key) is
+    that one, which takes its name if it had none. MonetDB names an unnamed UNIQUE
+    t_a_unique, and a UNIQUE's name is unique in the schema (it has no CHECK of its own:
+    tique's are named as PostgreSQL's). DuckDB shows no names and rejects no repeated one.
+    Names compare as the engine compares them (same_name)."""
+    taken: list[str] = []
+
+    def held(candidate: str, among: list[str] | frozenset[str]) -> bool:
+        return any(same_name(candidate, n, dialect) for n in among)
+
+    def chosen(columns: tuple[str, ...], suffix: str) -> str:
+        base = "_".join((table, *columns, suffix))
+        found, n = base, 0
+        while held(found, taken) or (suffix != "check" and held(found, schema_names)):
+            n += 1
+            found = f"{base}{n}"
+        return found
+
+    check_names = []
+    for given, columns in checks:
+        if given is not None and dialect != "duckdb" and held(given, taken):
+            raise ProgrammingError(describe(statement, f'check constraint "{given}" already exists'))
+        check_names.append(given or chosen(columns, "check"))
+        taken.append(check_names[-1])
+    checks_taken = list(taken) if dialect == "postgres" else []
+    taken = checks_taken + [table] if dialect == "postgres" else []  # the table is a relation too
+    if dialect == "postgres":
+        merged: list[list[Any]] = [[None, key]] if key else []  # the key's index comes first
+        for given, columns in uniques:
+            prior = next((m for m in merged if m[1] == columns), None)
+            if prior is None:
+                merged.append([given, columns])
+            elif prior[0] is None:
+                prior[0] = given
+        if key:
+            taken.append(merged.pop(0)[0] or chosen((), "pkey"))
+        uniques = [(given, columns) for given, columns in merged]
+    named = []
+    for given, columns in uniques:
+        if given is not None and dialect != "duckdb":
+            if held(given, checks_taken):
+                raise ProgrammingError(describe(statement, f'constraint "{given}" for relation "{table}" already exists'))
+            if held(given, taken) or held(given, schema_names):
+                raise ProgrammingError(describe(statement, f'relation "{given}" already exists' if dialect == "postgres"
+                                                else f"CONSTRAINT UNIQUE: key '{given}' already exists"))
+        named.append((given or chosen(columns, "unique" if dialect == "monetdb" else "key"), columns))
+        taken.append(named[-1][0])
+    return check_names, named
+
+
+def constraint_names_in_schema(catalog: "CatalogSnapshot", dialect: str, creating: str) -> frozenset[str]:
+    """The names a UNIQUE constraint's name in the new table `creating` must not repeat, as
+    the engine keeps them: on PostgreSQL every relation's (tables, views, indexes, the
+    primary keys' t_pkey and the UNIQUEs' indexes), on MonetDB the other UNIQUEs'; none on
+    DuckDB, which shows no names. A table named `creating` is left out: creating it again
+    fails (or IF NOT EXISTS does nothing) before any constraint is named."""
+    if dialect == "duckdb":
+        return frozenset()
+    others = [t for n, t in catalog.tables.items() if not same_name(n, creating, dialect)]
+    names = {u.name for t in others for u in t.uniques}
+    if dialect == "postgres":
+        names.update(t.name for t in others)
+        names.update(catalog.objects)
+        names.update(f"{t.name}_pkey" for t in others if not t.hidden_rowid)
+    return frozenset(names)
 
 
 def _check_expression(expression: exp.Expression, table: str, names: set[str], dialect: str, statement: str) -> exp.Expression:

@@ -1219,7 +1219,7 @@ class Connection:
         stage = f"tq_ctas_{txn.txid}"
         staged = backend.compile(exp.Create(this=exp.to_table(exp.to_identifier(stage, quoted=True)), kind="TABLE", expression=plan.query.copy()))
         backend.execute(raw, staged.sql, staged.values(params, txn.context()))
-        table = backend.new_table(ddl.table_of_columns(plan.name, backend.query_columns(raw, stage), statement))
+        table = backend.new_table(ddl.table_of_columns(plan.name, backend.query_columns(raw, stage), backend.dialect, statement))
         if plan.replace:
             self._drop_table(plan.name, True, statement, txn)
         ddl.create_table(backend, raw, table, False, statement)

@@ -67,15 +67,17 @@ def drop_table(backend: Backend, raw: Any, name: str, if_exists: bool, statement
     return True
 
 
-def table_of_columns(name: str, columns: list[tuple[str, str]], statement: str) -> TableDef:
+def table_of_columns(name: str, columns: list[tuple[str, str]], dialect: str, statement: str) -> TableDef:
     """A tique table with the (name, SQL type) columns the engine gave a query's result:
-    no primary key (CREATE TABLE ... AS SELECT declares none), so rows get a hidden row id."""
+    no primary key (CREATE TABLE ... AS SELECT declares none), so rows get a hidden row id.
+    Names repeat as the engine compares them: a and "A" are two columns on PostgreSQL and
+    MonetDB, one on DuckDB (which renames the second itself)."""
     made = []
     for column, type_sql in columns:  # named as the engine names them, case kept
         if normalize(column).startswith("tq_"):
             raise ProgrammingError(describe(statement, f"column name {column!r} uses the prefix tq_, which tique reserves"))
         made.append(Column(column, type_sql))
-    if len({normalize(c.name) for c in made}) != len(made):
+    if any(same_name(a.name, b.name, dialect) for i, a in enumerate(made) for b in made[:i]):
         raise ProgrammingError(describe(statement, "the query's result repeats a column name; alias its columns apart"))
     return TableDef(name, tuple(made), (ROWID,), True)
 

@@ -15,7 +15,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError, UnsupportedError
 
 from tique.backends.base import Backend
-from tique.catalog import CatalogSnapshot, TableDef, declared_name, normalize, table_def_from_create
+from tique.catalog import CatalogSnapshot, TableDef, constraint_names_in_schema, declared_name, normalize, table_def_from_create
 from tique.column_names import name_created_columns_as_native
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
@@ -409,7 +409,7 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
                 reads = query_shape(as_written, catalog, backend.dialect)
                 read = passes.run(passes.QUERY_OF_DDL, query, ddl_context)
                 return CreateAsPlan(name, read, params, bool(tree.args.get("exists")), replace, not no_data, reads)
-            table = backend.new_table(table_def_from_create(tree, backend.dialect, sql))
+            table = backend.new_table(table_def_from_create(tree, backend.dialect, sql, constraint_names_in_schema(catalog, backend.dialect, name)))
             return CreatePlan(table, bool(tree.args.get("exists")), replace)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         dropped = _dropped_tables(tree)

@@ -828,9 +828,18 @@ class MonetDBBackend(Backend):
     def engine_message(self, error: BaseException) -> str:
         """pymonetdb's message as natively (`22012!division by zero.`): its class names are
         PEP 249's, which the tique error's own class says, so they are not repeated."""
-        return user_terms(str(error))
+        if _lost_result_set(error):
+            return ("MonetDB answered the query this statement reads with no result set, which it does for some query "
+                    "shapes (an engine defect; natively such an INSERT ... SELECT writes nothing and reports -1 rows), "
+                    "so tique cannot know the rows to write; rewrite the query, for example without its ORDER BY ... "
+                    "LIMIT or its outer join")
+        # A syntax error quotes the text the engine read: tique's rewrite, with its internal
+        # names. The user's own statement follows the message (errors.describe).
+        return user_terms(_QUOTED_TEXT.sub(r"\g<error> in the statement", str(error)))
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
+        if _lost_result_set(error):
+            return errors.NotSupportedError
         text = str(error).lower()
         if "constraint" in text and "violated" in text:
             return errors.IntegrityError
@@ -942,6 +951,16 @@ def _rows_to_insert(read: list, target_rows: facts.TargetRows | None) -> tuple[l
     if target_rows is None:
         return read, len(read)
     return target_rows.rows(read)
+
+
+_QUOTED_TEXT = re.compile(r'(?P<error>syntax error[^"\n]*?) in: ".*', re.DOTALL)
+
+
+def _lost_result_set(error: BaseException) -> bool:
+    """Whether pymonetdb found no result set where a query must give one: the read of one
+    of tique's INSERT ... SELECTs (see _insert_via_client) met MonetDB's defect of
+    answering some query shapes with none (fuzz/departures.py, monetdb-select-without-resultset)."""
+    return isinstance(error, pymonetdb.exceptions.ProgrammingError) and "didn't result in a resultset" in str(error)
 
 
 def _insert_of_query(sql: str) -> InsertOfQuery | None:
