@@ -53,6 +53,18 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   that step 1 deletes need no such wait: a reader that began before it still sees the
   stable cache version that replaces them (its start timestamp is at or above the
   stable timestamp), and that version stays until the purge.
+- Requests (backends with commits_in_requests: MonetDB). A round's move (steps 1 and 2
+  of every table it works on) is one engine transaction sent in one request, and its
+  purge (step 3 of those tables, then the metadata purge) another: two round trips and
+  two engine commits instead of one of each per step, which competed inside the engine
+  with the foreground. A transaction of consecutive steps is as safe as its steps one
+  by one: each step leaves every key readable, and a reader sees the state before the
+  transaction's first step or after its last. Storage tables are written only by the
+  checkpointer, so the move meets no engine conflict; the purge deletes from caches
+  and logs that writers append to, so the engine may abort it, and it runs again whole
+  (every step is idempotent). The fence of "Older readers" is taken after the move's
+  commit, as before. A debug pause point splits the transaction after its step, so a
+  test holds a state the steps commit.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds (less its wait for older readers) is followed by a
   wait of d * (1 - share) / share, at least the configured interval and at most
@@ -180,6 +192,7 @@ class Checkpointer:
         self.reader_wait_s = READER_WAIT_S  # see the invariant, "Older readers"
         self.reader_pause: ReaderWaitPause | None = None  # debug fault; None in normal use
         self._waited = 0.0  # seconds the current round spent waiting for older readers
+        self.conflicts = 0  # engine transactions of rounds run again after an engine conflict
 
     def close(self) -> None:
         try:
@@ -209,6 +222,42 @@ class Checkpointer:
                 if attempt + 1 == CONFLICT_RETRIES or not self.backend.is_transient_conflict(error):
                     raise
                 time.sleep(0.002 * (attempt + 1))
+
+    def _in_requests(self, steps: list[tuple[str, str, Compiled]], context: dict[str, int]) -> list[int]:
+        """Runs `steps` (table, step name, statement) in order as one engine transaction
+        sent in one request, for engines that take several statements per request
+        (MonetDB), and returns each step's row count. An armed pause point splits them in
+        two transactions, the first ending with the paused step, so that the state a
+        test holds is one the steps commit (see the invariant, "Requests")."""
+        pause = self.pause
+        split = next((i + 1 for i, (table, step, _) in enumerate(steps)
+                      if pause is not None and (table, step) == (pause.table, pause.after)), None)
+        if split is None:
+            return self._request(steps, context)
+        counts = self._request(steps[:split], context)
+        self._hold(*steps[split - 1][:2])
+        return counts + self._request(steps[split:], context)
+
+    def _request(self, steps: list[tuple[str, str, Compiled]], context: dict[str, int]) -> list[int]:
+        """One engine transaction of `steps`, in one request; run again whole when the
+        engine aborts it for a concurrent append (every step is idempotent)."""
+        if not steps:
+            return []
+        backend, raw = self.backend, self.raw
+        statements = [(statement.sql, statement.values((), context)) for _, _, statement in steps]
+        for attempt in range(CONFLICT_RETRIES):
+            backend.begin_engine(raw)
+            try:
+                _, counts = backend.request(raw, [*statements, ("COMMIT", [])], commit=True)
+            except Exception as error:
+                backend.rollback_engine(raw)
+                if attempt + 1 == CONFLICT_RETRIES or not backend.is_transient_conflict(error):
+                    raise
+                self.conflicts += 1
+                time.sleep(0.002 * (attempt + 1))
+                continue
+            return list(counts[:len(steps)])
+        raise AssertionError("unreachable")
 
     def run_once(self) -> CheckpointReport:
         started = time.perf_counter()
@@ -395,6 +444,11 @@ class Checkpointer:
 
     def _move(self, work: list[tuple[str, str]], context: dict[str, int]) -> int:
         """Steps 1 and 2 of each table of `work`."""
+        if self.backend.commits_in_requests:
+            steps = [(name, step, statement) for name, ddl in work
+                     for step, statement in zip(TABLE_STEPS[:2], self._table_statements(name, ddl)[:2])]
+            counts = self._in_requests(steps, context)
+            return sum(max(count, 0) for (_, step, _), count in zip(steps, counts) if step == "insert_storage")
         moved = 0
         for name, ddl in work:
             delete_storage, insert_storage, _ = self._table_statements(name, ddl)
@@ -406,6 +460,10 @@ class Checkpointer:
 
     def _purge(self, purge: _WaitingPurge) -> int:
         """Step 3 of each table of `purge`, then its metadata purge."""
+        if self.backend.commits_in_requests:
+            steps = [(name, "purge_cache", self._table_statements(name, ddl)[2]) for name, ddl in purge.tables]
+            counts = self._in_requests([*steps, *(("", "", step) for step in purge.metadata)], purge.context)
+            return sum(max(count, 0) for count in counts[:len(steps)])
         purged = 0
         for name, ddl in purge.tables:
             purge_cache = self._table_statements(name, ddl)[2]
