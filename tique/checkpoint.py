@@ -372,13 +372,15 @@ class Checkpointer:
         """The tables the planner estimates snapshot reads and certification by (the
         caches this round works on, the write-sets, the outcomes), refreshed every
         STATISTICS_INTERVAL_S, before this round purges them, so that the statistics
-        describe them as readers and certifiers meet them. Statistics only guide plans:
+        describe them as readers and certifiers meet them; where the engine leaves deleted
+        rows to a vacuum (PostgreSQL), it vacuums them too, so that the rows earlier rounds
+        purged do not pile up between autovacuum's passes. Statistics only guide plans:
         a failure here (a table dropped meanwhile) leaves the round to go on."""
         now = time.monotonic()
         if self._statistics_taken is not None and now - self._statistics_taken < STATISTICS_INTERVAL_S:
             return
         try:
-            self.backend.refresh_statistics(self.raw, [*(f"{n}_cache" for n in names), *STATISTICS_METADATA])
+            self.backend.refresh_statistics(self.raw, [*(f"{n}_cache" for n in names), *STATISTICS_METADATA], vacuum=True)
         except Exception as error:  # noqa: BLE001 - advisory, see above
             _log.debug("statistics not refreshed: %s", error)
             return
