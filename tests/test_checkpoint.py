@@ -291,15 +291,6 @@ def _recording(checkpointer: Checkpointer, monkeypatch: "pytest.MonkeyPatch") ->
         return execute(on, sql, params, analytic)
 
     monkeypatch.setattr(backend, "execute", recorded)
-    if backend.commits_in_requests:  # MonetDB: a round's steps go out several to a request
-        request = backend.request
-
-        def recorded_request(on: object, statements: list, commit: bool = False) -> object:
-            if on is raw:
-                texts.extend(sql for sql, _ in statements)
-            return request(on, statements, commit)
-
-        monkeypatch.setattr(backend, "request", recorded_request)
     return texts
 
 

@@ -53,22 +53,19 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   that step 1 deletes need no such wait: a reader that began before it still sees the
   stable cache version that replaces them (its start timestamp is at or above the
   stable timestamp), and that version stays until the purge.
-- Requests (backends with commits_in_requests: MonetDB). A round's purge (step 3 of
-  every table it works on, then the metadata purge) is one engine transaction sent in
-  one request: one round trip and one engine commit instead of one of each per step,
-  which competed inside the engine with the foreground. A transaction of consecutive
-  steps is as safe as its steps one by one: each leaves every key readable, and a
-  reader sees the state before the first or after the last. The purge deletes from
-  caches and logs that writers append to, so the engine may abort it; it runs again
-  whole (every step is idempotent). A debug pause point splits the transaction after
-  its step, so a test holds a state the steps commit.
-  The move (steps 1 and 2) stays one autocommitted statement a step there: once step
-  1's DELETE has committed, MonetDB puts step 2's new versions into the deleted rows'
-  slots, so an updated key keeps its place and storage keeps the order its packed key
-  was loaded in (what lets point reads avoid a scan). In one transaction with the
-  DELETE, step 2 appends them instead (the slots are free only once it commits): at 1
-  warehouse that move cost TPC-C about 20% more throughput than the step-by-step one,
-  at the same number of rounds (three pairs of noisy runs, each pair in the same order).
+- One statement a step on MonetDB, measured (TPC-C, 1 warehouse, loaded machine):
+  sending a round's move (steps 1 and 2 of every table) as one engine transaction in
+  one request made its rounds shorter but the foreground slower: after one such round
+  on a fresh load, Order-Status's read of order_line took 180-200 ms and Stock-Level's
+  280-300 ms, against 1.5-2.5 ms and 4-6 ms after a round of autocommitted steps, and
+  throughput fell 19-41% (4 of 4 interleaved comparisons). The purge (step 3
+  and the metadata purge) as one transaction lost throughput as well (2 of 2 pairs).
+  Why, as far as seen: MonetDB puts an INSERT's rows into the slots of rows that a
+  committed transaction deleted. Autocommitted, step 2 refills the slots step 1 freed,
+  so an updated key keeps its place in storage (whose packed key then stays in the
+  order it was loaded in, sys.storage shows it sorted again), and writers' appends
+  refill the slots step 3 freed; in one transaction with the DELETE neither can, and
+  the tables grow out of order instead.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds (less its wait for older readers) is followed by a
   wait of d * (1 - share) / share, at least the configured interval and at most
@@ -196,7 +193,6 @@ class Checkpointer:
         self.reader_wait_s = READER_WAIT_S  # see the invariant, "Older readers"
         self.reader_pause: ReaderWaitPause | None = None  # debug fault; None in normal use
         self._waited = 0.0  # seconds the current round spent waiting for older readers
-        self.conflicts = 0  # engine transactions of rounds run again after an engine conflict
 
     def close(self) -> None:
         try:
@@ -226,42 +222,6 @@ class Checkpointer:
                 if attempt + 1 == CONFLICT_RETRIES or not self.backend.is_transient_conflict(error):
                     raise
                 time.sleep(0.002 * (attempt + 1))
-
-    def _in_requests(self, steps: list[tuple[str, str, Compiled]], context: dict[str, int]) -> list[int]:
-        """Runs `steps` (table, step name, statement) in order as one engine transaction
-        sent in one request, for engines that take several statements per request
-        (MonetDB), and returns each step's row count. An armed pause point splits them in
-        two transactions, the first ending with the paused step, so that the state a
-        test holds is one the steps commit (see the invariant, "Requests")."""
-        pause = self.pause
-        split = next((i + 1 for i, (table, step, _) in enumerate(steps)
-                      if pause is not None and (table, step) == (pause.table, pause.after)), None)
-        if split is None:
-            return self._request(steps, context)
-        counts = self._request(steps[:split], context)
-        self._hold(*steps[split - 1][:2])
-        return counts + self._request(steps[split:], context)
-
-    def _request(self, steps: list[tuple[str, str, Compiled]], context: dict[str, int]) -> list[int]:
-        """One engine transaction of `steps`, in one request; run again whole when the
-        engine aborts it for a concurrent append (every step is idempotent)."""
-        if not steps:
-            return []
-        backend, raw = self.backend, self.raw
-        statements = [(statement.sql, statement.values((), context)) for _, _, statement in steps]
-        for attempt in range(CONFLICT_RETRIES):
-            backend.begin_engine(raw)
-            try:
-                _, counts = backend.request(raw, [*statements, ("COMMIT", [])], commit=True)
-            except Exception as error:
-                backend.rollback_engine(raw)
-                if attempt + 1 == CONFLICT_RETRIES or not backend.is_transient_conflict(error):
-                    raise
-                self.conflicts += 1
-                time.sleep(0.002 * (attempt + 1))
-                continue
-            return list(counts[:len(steps)])
-        raise AssertionError("unreachable")
 
     def run_once(self) -> CheckpointReport:
         started = time.perf_counter()
@@ -461,10 +421,6 @@ class Checkpointer:
 
     def _purge(self, purge: _WaitingPurge) -> int:
         """Step 3 of each table of `purge`, then its metadata purge."""
-        if self.backend.commits_in_requests:
-            steps = [(name, "purge_cache", self._table_statements(name, ddl)[2]) for name, ddl in purge.tables]
-            counts = self._in_requests([*steps, *(("", "", step) for step in purge.metadata)], purge.context)
-            return sum(max(count, 0) for count in counts[:len(steps)])
         purged = 0
         for name, ddl in purge.tables:
             purge_cache = self._table_statements(name, ddl)[2]

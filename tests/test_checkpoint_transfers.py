@@ -1,15 +1,13 @@
-"""A round's steps as few engine transactions (tique/checkpoint.py, "Requests"): on
-engines that take several statements per request (MonetDB), the purge of every table
-and log is one engine transaction in one request, while the move stays a statement a
-step; readers and writers racing such rounds still see every key once and lose no write."""
+"""Checkpoint rounds racing transactions that write two tables at once: every round
+moves and purges each table with statements of its own (tique/checkpoint.py), so
+readers must still see both tables' writes of a transaction or neither, and no write
+may be lost while the purge deletes from caches the writers append to."""
 from __future__ import annotations
 
 import random
 import threading
 import time
-from typing import Any, Callable
-
-import pytest
+from typing import Callable
 
 import tique
 from tique.checkpoint import Checkpointer
@@ -35,47 +33,10 @@ def _accounts(connect: Connect) -> tique.Connection:
 SUM = "SELECT (SELECT sum(balance) FROM left_side) + (SELECT sum(balance) FROM right_side)"
 
 
-def test_a_round_purges_every_table_in_one_request(connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
-    conn = _accounts(connect)
-    backend = conn.backend
-    if not backend.commits_in_requests:
-        pytest.skip("the engine takes one statement per request: a round's steps go one by one")
-    cur = conn.cursor()
-    cur.execute("UPDATE left_side SET balance = balance - 5 WHERE k = 1")
-    cur.execute("UPDATE right_side SET balance = balance + 5 WHERE k = 1")
-    conn.commit()
-    checkpointer = Checkpointer(backend)
-    requests: list[list[str]] = []
-    request = backend.request
-
-    def recorded(on: Any, statements: list, commit: bool = False) -> Any:
-        if on is checkpointer.raw:
-            requests.append([sql for sql, _ in statements])
-        return request(on, statements, commit)
-
-    monkeypatch.setattr(backend, "request", recorded)
-    try:
-        report = checkpointer.run_once()
-    finally:
-        checkpointer.close()
-    # Both tables' purge (with the logs') in one transaction; no move in a request.
-    purges = [r for r in requests if any(sql.lstrip().upper().startswith("DELETE FROM \"LEFT_SIDE_CACHE\"") for sql in r)]
-    assert len(purges) == 1, requests
-    assert not any("_storage" in sql for r in requests for sql in r)
-    assert any("right_side_cache" in sql for sql in purges[0]) and any("tq_outcome" in sql for sql in purges[0])
-    assert purges[0][-1] == "COMMIT"
-    assert report.moved >= 2 and report.purged >= 2
-    cur.execute("SELECT l.balance, r.balance FROM left_side AS l JOIN right_side AS r ON r.k = l.k WHERE l.k = 1")
-    assert cur.fetchall() == [(95, 5)]
-    cur.execute(SUM)
-    assert cur.fetchall() == [(TOTAL,)]
-    conn.commit()
-
-
 def test_transfers_across_tables_keep_their_sum_while_rounds_run(connect: Connect, native: Callable[[str], list[tuple]]) -> None:
     """Under contention: two writers transfer between the tables, rounds run back to back
-    (their purge deletes from caches the writers append to, which MonetDB may abort: it
-    runs again), and readers, in fresh and in long transactions, always see TOTAL."""
+    (their purge deletes from caches the writers append to), and readers, in fresh and
+    in long transactions, always see TOTAL."""
     setup = _accounts(connect)
     checkpointer = Checkpointer(setup.backend)
     stop = threading.Event()
