@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Callable
 
+import pytest
+
 import tique
 from progress import wait_for
 from tique.checkpoint import Checkpointer, checkpoint
@@ -395,3 +397,25 @@ def test_rounds_leave_nothing_at_or_below_the_stable_timestamp(connect: Connect,
     cur.execute("SELECT k, v FROM kv ORDER BY k")
     assert cur.fetchall() == native("SELECT k, v FROM kv_storage ORDER BY k")
     conn.commit()
+
+
+def test_a_round_vacuums_the_caches_it_works_on_where_the_engine_needs_it(engine: str, connect: Connect,
+                                                                            native: Callable[[str], list[tuple]]) -> None:
+    """PostgreSQL keeps the rows a purge deletes until a vacuum: a round's statistics
+    refresh vacuums the caches it works on (tique/checkpoint.py, _refresh_statistics)."""
+    if engine != "postgres":
+        pytest.skip("only PostgreSQL leaves deleted rows to a vacuum")
+    conn = _setup(connect)
+    cur = conn.cursor()
+    for i in range(5):
+        cur.execute("UPDATE kv SET v = ? WHERE k = ?", (f"u{i}", i))
+        conn.commit()
+    checkpoint(conn)  # moves and purges: the purged versions are dead tuples now
+    checkpoint_again = Checkpointer(conn.backend)  # a fresh one refreshes (and vacuums) at once
+    try:
+        cur.execute("UPDATE kv SET v = 'again' WHERE k = 1")
+        conn.commit()
+        checkpoint_again.run_once()
+    finally:
+        checkpoint_again.close()
+    assert wait_for(lambda: native("SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'kv_cache'") == [(True,)])

@@ -53,6 +53,19 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   that step 1 deletes need no such wait: a reader that began before it still sees the
   stable cache version that replaces them (its start timestamp is at or above the
   stable timestamp), and that version stays until the purge.
+- One statement a step on MonetDB, measured (TPC-C, 1 warehouse, loaded machine):
+  sending a round's move (steps 1 and 2 of every table) as one engine transaction in
+  one request made its rounds shorter but the foreground slower: after one such round
+  on a fresh load, Order-Status's read of order_line took 180-200 ms and Stock-Level's
+  280-300 ms, against 1.5-2.5 ms and 4-6 ms after a round of autocommitted steps, and
+  throughput fell 19-41% (4 of 4 interleaved comparisons). The purge (step 3
+  and the metadata purge) as one transaction lost throughput as well (2 of 2 pairs).
+  Why, as far as seen: MonetDB puts an INSERT's rows into the slots of rows that a
+  committed transaction deleted. Autocommitted, step 2 refills the slots step 1 freed,
+  so an updated key keeps its place in storage (whose packed key then stays in the
+  order it was loaded in, sys.storage shows it sorted again), and writers' appends
+  refill the slots step 3 freed; in one transaction with the DELETE neither can, and
+  the tables grow out of order instead.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds (less its wait for older readers) is followed by a
   wait of d * (1 - share) / share, at least the configured interval and at most
@@ -323,13 +336,15 @@ class Checkpointer:
         """The tables the planner estimates snapshot reads and certification by (the
         caches this round works on, the write-sets, the outcomes), refreshed every
         STATISTICS_INTERVAL_S, before this round purges them, so that the statistics
-        describe them as readers and certifiers meet them. Statistics only guide plans:
+        describe them as readers and certifiers meet them; where the engine leaves deleted
+        rows to a vacuum (PostgreSQL), it vacuums them too, so that the rows earlier rounds
+        purged do not pile up between autovacuum's passes. Statistics only guide plans:
         a failure here (a table dropped meanwhile) leaves the round to go on."""
         now = time.monotonic()
         if self._statistics_taken is not None and now - self._statistics_taken < STATISTICS_INTERVAL_S:
             return
         try:
-            self.backend.refresh_statistics(self.raw, [*(f"{n}_cache" for n in names), *STATISTICS_METADATA])
+            self.backend.refresh_statistics(self.raw, [*(f"{n}_cache" for n in names), *STATISTICS_METADATA], vacuum=True)
         except Exception as error:  # noqa: BLE001 - advisory, see above
             _log.debug("statistics not refreshed: %s", error)
             return

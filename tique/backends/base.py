@@ -433,9 +433,11 @@ class Backend(ABC):
     def not_null_column(self, error: BaseException) -> str | None:
         """The column a NOT NULL violation names, or None for any other error."""
 
-    def refresh_statistics(self, raw: Any, tables: Sequence[str]) -> None:
+    def refresh_statistics(self, raw: Any, tables: Sequence[str], vacuum: bool = False) -> None:
         """Gathers the planner statistics of physical `tables`, on engines whose planner
-        needs them to pick index probes over scans (PostgreSQL); others keep none."""
+        needs them to pick index probes over scans (PostgreSQL); others keep none.
+        `vacuum`: also reclaim deleted rows' space where the engine leaves that to a
+        vacuum; the caller has no engine transaction open."""
 
     def try_checkpoint_latch(self, raw: Any) -> bool:
         """Exclusive right to checkpoint across processes; embedded engines have one process."""

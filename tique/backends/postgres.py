@@ -423,15 +423,18 @@ class PostgresBackend(Backend):
     def metadata_script(self) -> str:
         return template_text("postgres/metadata.sql")
 
-    def refresh_statistics(self, raw: Session, tables: Sequence[str]) -> None:
+    def refresh_statistics(self, raw: Session, tables: Sequence[str], vacuum: bool = False) -> None:
         """ANALYZE: without statistics the planner estimates one row for any filter on a
         table it never analyzed, and then probes a cache table by the key's leading
         columns only, re-reading every cached row of a district per storage row (TPC-C
         Stock-Level took 470 ms instead of 4 on caches 15 s full). Autovacuum analyzes a
         table a minute or more after it changed, too late for tables just loaded and for
-        caches that churn every checkpoint."""
+        caches that churn every checkpoint. `vacuum` (the checkpointer, outside any engine
+        transaction): VACUUM with it, since every round deletes what it moved, and
+        autovacuum left up to ten times a cache's live rows dead between its passes (a
+        minute of TPC-C) for every read of the cache to step over."""
         if tables:
-            self.execute(raw, "ANALYZE " + ", ".join(exp.to_identifier(t, quoted=True).sql(self.dialect) for t in tables), [])
+            self.execute(raw, ("VACUUM (ANALYZE) " if vacuum else "ANALYZE ") + ", ".join(exp.to_identifier(t, quoted=True).sql(self.dialect) for t in tables), [])
 
     def try_checkpoint_latch(self, raw: Any) -> bool:
         return bool(self.rows(raw, "SELECT pg_try_advisory_lock(7411, 4)", [])[0][0])
