@@ -65,6 +65,23 @@ def main(url: str, point: str, key: int, value: str) -> None:
 
     if original_then is not None:
         backend.commit_then = commit_then  # type: ignore[method-assign]
+
+    original_whole = getattr(backend, "commit_whole", None)
+
+    def commit_whole(raw, writes, marker, then):  # type: ignore[no-untyped-def]  # writes, marker and publish in one request (PostgreSQL)
+        result = original_whole(raw, writes, marker, then)
+        if point == "after-marker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    if original_whole is not None:
+        backend.commit_whole = commit_whole  # type: ignore[method-assign]
+    if point == "before-marker" and getattr(backend, "commits_whole", False):
+        # A whole commit sends writes and marker in one request, so no client can die
+        # between them; the state "writes committed, no marker" still arises on the
+        # commit path that sends them apart (SERIALIZABLE, FOR SHARE), which this point
+        # exercises, so that recovery is tested for it.
+        backend.commits_whole = False  # type: ignore[attr-defined]
     backend.execute = execute  # type: ignore[method-assign]
     backend.execute_all = execute_all  # type: ignore[method-assign]
     backend.request = request  # type: ignore[method-assign]
