@@ -197,6 +197,23 @@ def _padded_tables_as_projections(tree: exp.Expression, schema: Schema) -> exp.E
     return standard if changed else None
 
 
+def _extremes_of_constants_counted(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """MAX(k) / MIN(k) of a value read from no row  ->  CASE WHEN COUNT(*) > 0 THEN k END:
+    SQL's MAX of a constant is the constant over some rows and NULL over none. MonetDB
+    takes MAX('abc') for 'abc' whatever the rows when it compares it in a WHERE, so
+    WHERE 'z%' <> (SELECT MAX('abc') FROM t WHERE <no row>) holds for it (in a select list
+    it says NULL); the count of the same rows is right."""
+    standard = tree.copy()
+    extremes = [node for node in standard.find_all(exp.Max, exp.Min)
+                if not isinstance(node.parent, exp.Window) and node.this.find(exp.Column) is None]
+    if not extremes:
+        return None
+    for node in reversed(extremes):  # the innermost first: an outer one takes the rewritten inner one
+        node.replace(exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
+                                          true=node.this)]))
+    return standard
+
+
 DEPARTURES: tuple[Departure, ...] = (
     Departure("monetdb-update-from-several-matches", frozenset({"monetdb"}),
               "MonetDB refuses an UPDATE ... FROM where several source rows match one target row "
@@ -239,6 +256,12 @@ DEPARTURES: tuple[Departure, ...] = (
               "descending. A FULL JOIN's padding meets it too (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE "
               "over one row). The reverse of MAX of the reversed values is SQL's MIN",
               None, _ungrouped_min_reversed),
+    Departure("monetdb-extreme-of-constant-folded", frozenset({"monetdb"}),
+              "MonetDB compares MAX('abc') (MIN, of any value read from no row) in a WHERE as the constant itself, "
+              "although over no rows it is NULL: UPDATE t SET c = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t AS s "
+              "WHERE s.c0 IN (2, 0, 41)) writes a row SQL leaves alone (the comparison is NULL); CASE WHEN COUNT(*) > 0 "
+              "THEN 'abc' END is SQL's MAX there",
+              None, _extremes_of_constants_counted),
 )
 
 # A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set
@@ -250,6 +273,39 @@ NO_RESULT_SET = "monetdb-select-without-resultset"
 # that swap into one key both pass.
 DUPLICATE_KEY = "monetdb-update-duplicate-key"
 DUPLICATE_KEY_ENGINES = frozenset({"monetdb"})
+
+# An UPDATE the engine accepts although it assigns NULL to a NOT NULL column; SQL fails the
+# statement. MonetDB reports the row written and leaves the old value (UPDATE t SET c =
+# CASE WHEN TRUE THEN (SELECT MAX(s.c1) FROM t AS s WHERE <no row>) END with c NOT NULL),
+# so the table afterwards does not show it: the values the UPDATE assigns are read
+# beforehand by a query (null_assignment_probe).
+NULL_INTO_NOT_NULL = "monetdb-update-accepts-null-into-not-null"
+NULL_INTO_NOT_NULL_ENGINES = frozenset({"monetdb"})
+
+
+def null_assignment_probe(tree: exp.Expression, schema: Schema) -> exp.Select | None:
+    """For an UPDATE that assigns NOT NULL (or key) columns, the query giving, for each row it
+    updates, the values it assigns them: UPDATE t SET c = e FROM s WHERE p  ->  SELECT e
+    FROM t CROSS JOIN s WHERE p. A NULL among them means SQL fails the UPDATE. The values
+    are read in a select list, where the engine computes them as SQL does (a comparison
+    such as `e IS NULL` could meet monetdb-is-null-of-aggregate-folded)."""
+    if not isinstance(tree, exp.Update) or not isinstance(tree.this, exp.Table):
+        return None
+    table = next((t for t in schema.tables if t.name == tree.this.name), None)
+    if table is None:
+        return None
+    required = {c.name for c in table.columns if c.not_null} | set(table.key)
+    values = [a.expression.copy() for a in tree.expressions if a.this.name in required]
+    if not values:
+        return None
+    probe = exp.select(*(exp.alias_(v, f"tq_{i}") for i, v in enumerate(values))).from_(tree.this.copy())
+    source = tree.args.get("from_")
+    if source is not None:
+        probe = probe.join(source.this.copy(), join_type="CROSS")
+    where = tree.args.get("where")
+    if where is not None:
+        probe.set("where", where.copy())
+    return probe
 
 
 def departure_of(engine: str, error: str) -> Departure | None:

@@ -24,8 +24,9 @@ from sqlglot import exp
 
 import tique
 from fuzz.compare import same_outcome, same_rows, same_tables
-from fuzz.departures import (DEPARTURES, DUPLICATE_KEY, DUPLICATE_KEY_ENGINES, NO_RESULT_SET, departure_of,
-                             duplicate_key_queries, silent_departures)
+from fuzz.departures import (DEPARTURES, DUPLICATE_KEY, DUPLICATE_KEY_ENGINES, NO_RESULT_SET, NULL_INTO_NOT_NULL,
+                             NULL_INTO_NOT_NULL_ENGINES, departure_of, duplicate_key_queries, null_assignment_probe,
+                             silent_departures)
 from fuzz.engines import Environment, Native, Outcome, render, run_tique
 from fuzz.exclusions import Features, default_features, rejected
 from fuzz.generate import Generator, Statement
@@ -245,10 +246,25 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
                 second.begin()
                 a = first.execute(*render(standard, engine), write=statement.is_write)
                 b = second.execute(*render(standard, engine), write=statement.is_write)
+                # the equivalent may meet a silent departure of its own (an UPDATE ... FROM
+                # made an UPDATE ... WHERE EXISTS that reads a column it assigns)
+                a, b, silently, counted, ran = _silent_departures(first, second, replace(statement, tree=standard, _rendered={}),
+                                                                  case.schema, engine, a, b)
+                meaning = f"{meaning}; then {silently}" if silently else meaning
             else:
-                a, b, meaning, counted = _silent_departures(first, second, statement, case.schema, engine, a, b)
-                for name in counted:
-                    departures[name] = departures.get(name, 0) + 1
+                a, b, meaning, counted, ran = _silent_departures(first, second, statement, case.schema, engine, a, b)
+            for name in counted:
+                departures[name] = departures.get(name, 0) + 1
+            probe = null_assignment_probe(ran, case.schema) if engine in NULL_INTO_NOT_NULL_ENGINES else None
+            if probe is not None and any(o.kind == "count" and o.count > 0 for o in (a, b)):
+                kept = _rerun_unless_null_assigned(first, second, ran, probe, engine)
+                if kept is not None:
+                    a, b = kept
+                else:
+                    departures[NULL_INTO_NOT_NULL] = departures.get(NULL_INTO_NOT_NULL, 0) + 1
+                    failed = Outcome("error", error="IntegrityError: NULL in a NOT NULL column")
+                    expected.append(Expected(sql, params, failed, None, f"{NULL_INTO_NOT_NULL}: accepted, {a.brief()}"))
+                    continue
             if statement.is_write and engine in DUPLICATE_KEY_ENGINES and any(o.kind == "count" and o.count < 0 for o in (a, b)):
                 # MonetDB wrote without saying how many rows: an INSERT ... SELECT whose SELECT
                 # gives no result set (see the departure); what it wrote is unknown
@@ -305,13 +321,33 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
         second.close()
 
 
+def _rerun_unless_null_assigned(first: Native, second: Native, tree: exp.Expression, probe: exp.Select,
+                                engine: str) -> tuple[Outcome, Outcome] | None:
+    """Whether the UPDATE `tree`, which the natives' open transactions hold, assigns NULL
+    to a NOT NULL column (fuzz/departures.py, NULL_INTO_NOT_NULL): the transactions are
+    undone, `probe` reads the values it assigns on the rows as they were, and where none is
+    NULL the UPDATE runs again; returns its outcomes then, None where SQL fails it (the
+    natives left with nothing open)."""
+    first.rollback()
+    second.rollback()
+    assigned = first.execute(*render(probe, engine), write=False)
+    if assigned.kind != "rows":
+        raise RuntimeError(f"native probe of an UPDATE's assigned values failed: {assigned.error}")
+    if any(value is None for row in assigned.rows for value in row):
+        return None
+    first.begin()
+    second.begin()
+    sql, params = render(tree, engine)
+    return first.execute(sql, params, write=True), second.execute(sql, params, write=True)
+
+
 def _silent_departures(first: Native, second: Native, statement: Statement, schema: Schema, engine: str,
-                       a: Outcome, b: Outcome) -> tuple[Outcome, Outcome, str | None, list[str]]:
+                       a: Outcome, b: Outcome) -> tuple[Outcome, Outcome, str | None, list[str], exp.Expression]:
     """Where a silent departure's shape matches, the statement's equivalent by the standard
     runs too (undoing the statement first); where the native answers differ, the
     equivalent's is SQL's meaning. Returns the outcomes to take (on the natives' open
     transactions, which hold the writes of the statement taken), what the engine answered
-    where it departs, and the departures met."""
+    where it departs, the departures met, and the statement taken."""
     tree = statement.tree
     meaning = None
     counted: list[str] = []
@@ -349,7 +385,7 @@ def _silent_departures(first: Native, second: Native, statement: Statement, sche
             counted.append(departure.name)
             meaning = f"{departure.name}: natively {a.brief()}"
         a, b, tree = sa, sb, standard
-    return a, b, meaning, counted
+    return a, b, meaning, counted, tree
 
 
 def _compare(engine: str, mode: str, index: int, want: Expected, got: Outcome, statement: Statement) -> Difference | None:

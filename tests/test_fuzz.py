@@ -176,6 +176,7 @@ _PAIR = Schema((Table("t0", (Column("c0", "INTEGER"), Column("c1", "INTEGER"))),
 _TEXTS = Schema((Table("t0", (Column("c0", "VARCHAR"), Column("c1", "VARCHAR", True)), ("c1",)),))
 _SUMMED = Schema((Table("t0", (Column("c2", "DOUBLE"), Column("c3", "INTEGER", True)), ("c3",)),))
 _PADDED = Schema((Table("t0", (Column("c0", "INTEGER"),)), Table("t1", (Column("c0", "INTEGER"),))))
+_WIDE = Schema((Table("t0", (Column("c0", "BIGINT"), Column("c1", "INTEGER"))),))
 _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOLEAN"))),))
 
 
@@ -205,6 +206,14 @@ _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOL
     ("monetdb-is-null-of-aggregate-folded",
      "WITH w AS (SELECT SUM(s.c3) < 5 AS o FROM t0 AS s WHERE -0 = s.c2 + 1) SELECT d.o AS p FROM w AS d WHERE d.o IS NULL",
      _SUMMED, {"t0": [(0.0, 17)]}, [(None,)]),
+    # MonetDB compares MAX('abc') over no rows as 'abc' and writes the row; SQL's comparison is NULL
+    ("monetdb-extreme-of-constant-folded",
+     "UPDATE t0 SET c1 = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t0 AS s WHERE s.c0 IN (2, 0, 41))",
+     _WIDE, {"t0": [(92, 0)]}, 0),
+    # MonetDB accepts a NULL for a NOT NULL column (and keeps the old value); SQL fails the UPDATE
+    ("monetdb-update-accepts-null-into-not-null",
+     "UPDATE t0 SET c1 = CASE WHEN FALSE THEN t0.c1 ELSE (SELECT MAX(s.c1) FROM t0 AS s WHERE s.c0 = t0.c0 AND NOT TRUE) END",
+     _TEXTS, {"t0": [("a", "b")]}, "error"),
 ])
 def test_a_departure_is_compared_with_the_standard_meaning(engine: str, environment: Environment, name: str, statement: str,
                                                            schema: Schema, rows: dict[str, list[tuple]], standard: Any) -> None:
@@ -279,3 +288,37 @@ def test_negative_zero_joins_zero_by_the_standard(engine: str, environment: Envi
     assert expected[2] is not None and len(expected[2].outcome.rows) == 14
     report, _ = run_case(environment, case)
     assert not report.differences, report.differences
+
+
+_FROM_TWO = Schema((Table("t1", (Column("c2", "VARCHAR", True), Column("c3", "VARCHAR", True)), ("c3",)),
+                    Table("t2", (Column("c3", "VARCHAR", True),))))
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_from_made_standard_is_checked_for_reading_assigned_columns(engine: str, environment: Environment) -> None:
+    """Two rows of t2 match the one of t1, which MonetDB refuses; its standard equivalent
+    (UPDATE ... WHERE EXISTS) then reads the c2 it assigns for the second t1.c2 ('abcb');
+    SQL reads the row as it was ('abcabc'), as tique does (fuzz case seed 31029093136)."""
+    statement = "UPDATE t1 SET c3 = COALESCE(t1.c2, t1.c3) || t1.c2, c2 = t1.c3 FROM t2 AS s"
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), _FROM_TWO,
+                           {"t1": [("abc", "b")], "t2": [("b",), ("b",)]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-update-from-several-matches": 1, "monetdb-update-reads-assigned-column": 1}
+    want = expected[0]
+    assert undefined == 0 and want is not None and want.tables is not None
+    assert want.outcome.count == 1 and want.tables["t1"].rows == (("b", "abcabc"),)
+    report, _ = run_case(environment, case)
+    assert report.compared == 2 and not report.differences, report.differences
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_assigning_no_null_to_a_not_null_column_stands(engine: str, environment: Environment) -> None:
+    """The NOT NULL check reads the values an UPDATE assigns; where none is NULL the native
+    write stands and nothing is counted."""
+    statement = "UPDATE t0 SET c1 = CASE WHEN FALSE THEN t0.c1 ELSE (SELECT MAX(s.c1) FROM t0 AS s WHERE s.c0 = t0.c0) END || 'x'"
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), _TEXTS, {"t0": [("a", "b"), ("d", "c")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {} and undefined == 0
+    want = expected[0]
+    assert want is not None and want.outcome.count == 2 and want.tables is not None
+    assert sorted(want.tables["t0"].rows) == [("a", "bx"), ("d", "cx")]

@@ -971,7 +971,8 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
         return None
     # The storage table itself where no star could expand to its own columns (tq_rowid):
     # a projection of it is a derived table, which shifts the numbers of some labels.
-    direct = next(facts.find_outside_snapshots(tree, exp.Star), None) is None
+    # COUNT(*)'s star counts rows and expands to no column.
+    direct = all(isinstance(star.parent, exp.Count) for star in facts.find_outside_snapshots(tree, exp.Star))
     swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in facts.find_outside_snapshots(tree, exp.Subquery):
         storage = facts.snapshot_of(node)
