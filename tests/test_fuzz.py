@@ -322,3 +322,68 @@ def test_an_update_assigning_no_null_to_a_not_null_column_stands(engine: str, en
     want = expected[0]
     assert want is not None and want.outcome.count == 2 and want.tables is not None
     assert sorted(want.tables["t0"].rows) == [("a", "bx"), ("d", "cx")]
+
+
+def test_a_statement_monetdb_never_answers_stops_the_run() -> None:
+    """MonetDB can loop forever on a statement; the run must stop with the statement, not
+    wait forever, whether it waits natively or through tique (on any of the sessions tique
+    opens). A stopped server never answers, however fast the machine."""
+    import os
+    import signal
+
+    from drivers.monetdb_server import MonetDBServer
+    from fuzz.engines import bounded_waits, run_tique
+
+    try:
+        server = MonetDBServer()
+    except FileNotFoundError as reason:
+        pytest.skip(str(reason))
+    try:
+        with bounded_waits(5):
+            conn = tique.connect(server.url, autocommit=True)
+            assert run_tique(conn, "CREATE TABLE t (a INT)", ()).kind == "count"
+            os.kill(server.process.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(RuntimeError, match="no answer in 5.0 s to: SELECT a FROM t"):
+                    run_tique(conn, "SELECT a FROM t", ())
+            finally:
+                os.kill(server.process.pid, signal.SIGCONT)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_assigning_columns_is_compared_with_its_computed_outcome(engine: str, environment: Environment) -> None:
+    """MonetDB's UPDATE fails here by the key as SQL does, but the equivalent that reads
+    every assigned column wrapped (COALESCE(t0.c2, t0.c2)) gives c2 UPPER of the old c1 and
+    writes 2 rows (fuzz case seed 34003102134); SQL's outcome is computed from the values a
+    query reads: both rows become (' x', ' X'), a duplicate key."""
+    statement = "UPDATE t0 SET c1 = t0.c2, c2 = UPPER(COALESCE(t0.c2, t0.c2)) WHERE t0.c1 BETWEEN t0.c1 AND 'B' OR NOT FALSE"
+    keyed = Schema((Table("t0", (Column("c1", "VARCHAR", True), Column("c2", "VARCHAR", True)), ("c1", "c2")),))
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), keyed, {"t0": [("ba", " x"), ("ab", " x")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-update-reads-assigned-column": 1} and undefined == 0
+    assert expected[0] is not None and expected[0].outcome.kind == "error"
+    # where it succeeds, the natives hold the computed table: the swap, by SQL
+    swap = _departure_case(sqlglot.parse_one("UPDATE t0 SET c0 = t0.c1, c1 = t0.c0 WHERE t0.c0 > 1", read="duckdb"), _PAIR,
+                           {"t0": [(1, 2), (3, None), (3, None), (5, 6)]})
+    expected, _, undefined, departures = native_pass(environment, swap)
+    want = expected[0]
+    assert want is not None and want.outcome.count == 3 and want.tables is not None
+    assert sorted(want.tables["t0"].rows, key=repr) == sorted([(1, 2), (None, 3), (None, 3), (6, 5)], key=repr)
+    report, _ = run_case(environment, case)
+    assert report.compared == 1 and not report.differences, report.differences
+
+
+def test_except_all_of_a_constant_column_is_not_generated_for_monetdb() -> None:
+    """Native MonetDB answers such an EXCEPT ALL at random, or never (fuzz case seed
+    31029093303); other engines keep it, and EXCEPT ALL of columns stays on MonetDB."""
+    from fuzz.exclusions import rejected
+
+    hangs = sqlglot.parse_one("SELECT TRUE AS o2, s0.c1 FROM t0 AS s0 JOIN t0 AS s1 ON s1.c0 = s0.c0 EXCEPT ALL "
+                              "SELECT DISTINCT COUNT(*) < 1 AS o8, MAX(s6.c1) AS o10 FROM t0 AS s6", read="duckdb")
+    found = rejected(hangs, engine="monetdb")
+    assert found is not None and found.name == "monetdb-except-all-of-a-constant-column"
+    assert rejected(hangs, engine="duckdb") is None
+    assert rejected(sqlglot.parse_one("SELECT c1 FROM t0 EXCEPT ALL SELECT c1 FROM t0 WHERE c0 > 0", read="duckdb"),
+                    engine="monetdb") is None
