@@ -6,7 +6,10 @@ skipped: the run compares tique with the standard meaning instead, which is eith
 - the native answer to an equivalent statement that the engine runs by the standard (a
   departure raising an engine-only error: `standard` builds that statement), or
 - an error, where the native statement left the tables violating a constraint the
-  statement must have failed on (a duplicate key, found by a query afterwards).
+  statement must have failed on (a duplicate key, found by a query afterwards), or where
+  it assigned NULL to a NOT NULL column (the values read beforehand by a query), or
+- for an UPDATE, the outcome computed from the old rows and new values a query reads
+  (`computed`: update_computation), where MonetDB's UPDATE itself cannot be trusted.
 Where the native engine gives a wrong answer without an error (a silent departure), the
 run detects the statement by its shape, runs the equivalent statement as well, and where the
 two native answers differ takes the equivalent's as SQL's meaning (`standard` builds it;

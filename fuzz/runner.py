@@ -413,8 +413,8 @@ def _silent_departures(first: Native, second: Native, statement: Statement, sche
         computation = update_computation(_other_standards(tree, schema, engine, departure), schema) if departure.computed else None
         if computation is not None:
             # SQL's outcome computed, and the natives given the tables it leaves
-            a = b = _computed_update(first, second, computation, engine)
-            return a, b, f"{departure.name}: natively {a.brief()}", counted + [departure.name], None
+            computed = _computed_update(first, second, computation, engine)
+            return computed, computed, f"{departure.name}: natively {a.brief()}", counted + [departure.name], None
         sql, params = render(standard, engine)
         sa = first.execute(sql, params, write=statement.is_write)
         sb = second.execute(sql, params, write=statement.is_write)
