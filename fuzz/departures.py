@@ -215,20 +215,21 @@ def _padded_tables_as_projections(tree: exp.Expression, schema: Schema) -> exp.E
     return standard if changed else None
 
 
-def _extremes_of_constants_counted(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
-    """MAX(k) / MIN(k) of a value read from no row  ->  CASE WHEN COUNT(*) > 0 THEN k END:
-    SQL's MAX of a constant is the constant over some rows and NULL over none. MonetDB
-    takes MAX('abc') for 'abc' whatever the rows when it compares it in a WHERE, so
-    WHERE 'z%' <> (SELECT MAX('abc') FROM t WHERE <no row>) holds for it (in a select list
-    it says NULL); the count of the same rows is right."""
+def _extremes_of_no_rows_counted(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """MAX(x) / MIN(x) of a SELECT without GROUP BY  ->  CASE WHEN COUNT(*) > 0 THEN MAX(x) END:
+    over no rows SQL's MAX is NULL, and a comparison with it NULL. MonetDB compares such an
+    aggregate in a WHERE as if some row were there: MAX('abc') as 'abc' (WHERE 'z%' <>
+    (SELECT MAX('abc') FROM t AS s WHERE s.c0 IN (2, 0, 41)) holds over no match), and
+    DATE '2023-12-13' < (SELECT MAX(s.c1) FROM t AS s WHERE s.c0 = <no row> AND s.c1 <=
+    DATE '2024-01-03') holds (in a select list it says NULL). Counted, the rows decide."""
     standard = tree.copy()
-    extremes = [node for node in standard.find_all(exp.Max, exp.Min)
-                if not isinstance(node.parent, exp.Window) and node.this.find(exp.Column) is None]
+    extremes = [node for node in standard.find_all(exp.Max, exp.Min) if not isinstance(node.parent, exp.Window)
+                and (select := node.find_ancestor(exp.Select)) is not None and not select.args.get("group")]
     if not extremes:
         return None
     for node in reversed(extremes):  # the innermost first: an outer one takes the rewritten inner one
         node.replace(exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
-                                          true=node.this)]))
+                                          true=node.copy())]))
     return standard
 
 
@@ -274,12 +275,13 @@ DEPARTURES: tuple[Departure, ...] = (
               "descending. A FULL JOIN's padding meets it too (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE "
               "over one row). The reverse of MAX of the reversed values is SQL's MIN",
               None, _ungrouped_min_reversed),
-    Departure("monetdb-extreme-of-constant-folded", frozenset({"monetdb"}),
-              "MonetDB compares MAX('abc') (MIN, of any value read from no row) in a WHERE as the constant itself, "
-              "although over no rows it is NULL: UPDATE t SET c = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t AS s "
-              "WHERE s.c0 IN (2, 0, 41)) writes a row SQL leaves alone (the comparison is NULL); CASE WHEN COUNT(*) > 0 "
-              "THEN 'abc' END is SQL's MAX there",
-              None, _extremes_of_constants_counted),
+    Departure("monetdb-extreme-of-no-rows-compared", frozenset({"monetdb"}),
+              "MonetDB compares an ungrouped MAX (MIN) over no rows in a WHERE as if rows were there, although it is "
+              "NULL: UPDATE t SET c = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t AS s WHERE s.c0 IN (2, 0, 41)) writes a "
+              "row SQL leaves alone, and SELECT TRUE FROM t1 WHERE DATE '2023-12-13' < (SELECT MAX(s.c1) FROM t0 AS s "
+              "WHERE s.c0 = <no row> AND s.c1 <= DATE '2024-01-03') answers a row; CASE WHEN COUNT(*) > 0 THEN MAX(...) "
+              "END is SQL's MAX there",
+              None, _extremes_of_no_rows_counted),
 )
 
 # A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set

@@ -3,6 +3,7 @@ TLP's partitioning must hold on the native engines themselves; the shrinker must
 genuine difference to a small script; and the bugs the fuzzer found stay fixed."""
 from __future__ import annotations
 
+import datetime
 import random
 from typing import Any, Iterator
 
@@ -176,6 +177,7 @@ _PAIR = Schema((Table("t0", (Column("c0", "INTEGER"), Column("c1", "INTEGER"))),
 _TEXTS = Schema((Table("t0", (Column("c0", "VARCHAR"), Column("c1", "VARCHAR", True)), ("c1",)),))
 _SUMMED = Schema((Table("t0", (Column("c2", "DOUBLE"), Column("c3", "INTEGER", True)), ("c3",)),))
 _PADDED = Schema((Table("t0", (Column("c0", "INTEGER"),)), Table("t1", (Column("c0", "INTEGER"),))))
+_DATES = Schema((Table("t0", (Column("c0", "DATE"), Column("c1", "DATE"))),))
 _WIDE = Schema((Table("t0", (Column("c0", "BIGINT"), Column("c1", "INTEGER"))),))
 _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOLEAN"))),))
 
@@ -207,9 +209,14 @@ _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOL
      "WITH w AS (SELECT SUM(s.c3) < 5 AS o FROM t0 AS s WHERE -0 = s.c2 + 1) SELECT d.o AS p FROM w AS d WHERE d.o IS NULL",
      _SUMMED, {"t0": [(0.0, 17)]}, [(None,)]),
     # MonetDB compares MAX('abc') over no rows as 'abc' and writes the row; SQL's comparison is NULL
-    ("monetdb-extreme-of-constant-folded",
+    ("monetdb-extreme-of-no-rows-compared",
      "UPDATE t0 SET c1 = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t0 AS s WHERE s.c0 IN (2, 0, 41))",
      _WIDE, {"t0": [(92, 0)]}, 0),
+    # MonetDB answers a row where MAX of a column over no rows is compared; SQL's comparison is NULL
+    ("monetdb-extreme-of-no-rows-compared",
+     "SELECT TRUE AS o FROM t0 AS a WHERE CAST('2023-12-13' AS DATE) < (SELECT MAX(s.c1) FROM t0 AS s WHERE "
+     "s.c0 = CAST('2023-12-31' AS DATE) AND s.c1 BETWEEN s.c1 AND CAST('2024-01-03' AS DATE))",
+     _DATES, {"t0": [(None, datetime.date(2023, 12, 16))]}, []),
     # MonetDB accepts a NULL for a NOT NULL column (and keeps the old value); SQL fails the UPDATE
     ("monetdb-update-accepts-null-into-not-null",
      "UPDATE t0 SET c1 = CASE WHEN FALSE THEN t0.c1 ELSE (SELECT MAX(s.c1) FROM t0 AS s WHERE s.c0 = t0.c0 AND NOT TRUE) END",
