@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from fuzz.engines import Environment
+    from fuzz.engines import Environment, bounded_waits
     from fuzz.exclusions import EXCLUSIONS
     from fuzz.runner import Config, fuzz_engine
     from fuzz.schema import SchemaOptions
@@ -69,7 +69,8 @@ def run_command(args: argparse.Namespace) -> int:
                 print(f"  refused {count}x: {reason}")
             for case, difference in summary.failures:
                 wrong += 1
-                _, text = reproduction(env, case, difference, budget=args.shrink_budget)
+                with bounded_waits():
+                    _, text = reproduction(env, case, difference, budget=args.shrink_budget)
                 print(text, flush=True)
     left_out = [e.name for e in EXCLUSIONS if not args.include_excluded or e.status == "engine"]
     if left_out:

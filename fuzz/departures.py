@@ -6,7 +6,10 @@ skipped: the run compares tique with the standard meaning instead, which is eith
 - the native answer to an equivalent statement that the engine runs by the standard (a
   departure raising an engine-only error: `standard` builds that statement), or
 - an error, where the native statement left the tables violating a constraint the
-  statement must have failed on (a duplicate key, found by a query afterwards).
+  statement must have failed on (a duplicate key, found by a query afterwards), or where
+  it assigned NULL to a NOT NULL column (the values read beforehand by a query), or
+- for an UPDATE, the outcome computed from the old rows and new values a query reads
+  (`computed`: update_computation), where MonetDB's UPDATE itself cannot be trusted.
 Where the native engine gives a wrong answer without an error (a silent departure), the
 run detects the statement by its shape, runs the equivalent statement as well, and where the
 two native answers differ takes the equivalent's as SQL's meaning (`standard` builds it;
@@ -38,6 +41,9 @@ class Departure:
     # silent, and counted wherever the shape matches: the native answer may look right and
     # still leave the tables reading otherwise afterwards
     counted_always: bool = False
+    # silent: SQL's meaning is computed from what a query reads (update_computation) where
+    # the statement allows it, rather than taken from the engine's run of `standard`
+    computed: bool = False
 
 
 def _update_from_as_exists(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
@@ -91,6 +97,18 @@ def _assignments_read_old_values(tree: exp.Expression, schema: Schema) -> exp.Ex
             if column.table in ("", target) and column.name in others:
                 column.replace(exp.Coalesce(this=column.copy(), expressions=[column.copy()]))
                 changed = True
+    # Two assignments of one expression to columns of a keyed table meet another defect:
+    # SET c1 = COALESCE(t.c2, t.c2), c2 = COALESCE(t.c2, t.c2) gives c2 the old c1 (the fuzzer
+    # met it on the wrapped form of SET c1 = t.c2, c2 = COALESCE(t.c2, t.c2)); each repeat
+    # is wrapped once more, which keeps its value and makes it an expression of its own.
+    seen: set[str] = set()
+    for assignment in standard.expressions:
+        value = assignment.expression
+        while value.sql() in seen:
+            value = exp.Coalesce(this=value.copy(), expressions=[value.copy()])
+        if value is not assignment.expression:
+            assignment.set("expression", value)
+        seen.add(value.sql())
     return standard if changed else None
 
 
@@ -197,6 +215,24 @@ def _padded_tables_as_projections(tree: exp.Expression, schema: Schema) -> exp.E
     return standard if changed else None
 
 
+def _extremes_of_no_rows_counted(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """MAX(x) / MIN(x) of a SELECT without GROUP BY  ->  CASE WHEN COUNT(*) > 0 THEN MAX(x) END:
+    over no rows SQL's MAX is NULL, and a comparison with it NULL. MonetDB compares such an
+    aggregate in a WHERE as if some row were there: MAX('abc') as 'abc' (WHERE 'z%' <>
+    (SELECT MAX('abc') FROM t AS s WHERE s.c0 IN (2, 0, 41)) holds over no match), and
+    DATE '2023-12-13' < (SELECT MAX(s.c1) FROM t AS s WHERE s.c0 = <no row> AND s.c1 <=
+    DATE '2024-01-03') holds (in a select list it says NULL). Counted, the rows decide."""
+    standard = tree.copy()
+    extremes = [node for node in standard.find_all(exp.Max, exp.Min) if not isinstance(node.parent, exp.Window)
+                and (select := node.find_ancestor(exp.Select)) is not None and not select.args.get("group")]
+    if not extremes:
+        return None
+    for node in reversed(extremes):  # the innermost first: an outer one takes the rewritten inner one
+        node.replace(exp.Case(ifs=[exp.If(this=exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
+                                          true=node.copy())]))
+    return standard
+
+
 DEPARTURES: tuple[Departure, ...] = (
     Departure("monetdb-update-from-several-matches", frozenset({"monetdb"}),
               "MonetDB refuses an UPDATE ... FROM where several source rows match one target row "
@@ -219,7 +255,7 @@ DEPARTURES: tuple[Departure, ...] = (
               "SET c0 = LOWER(t.c0 || t.c0), c1 = t.c0 || t.c1 reads the new c0 for c1; SQL computes every new value "
               "from the row as it was. Inside a transaction the swap reads right, but a later UPDATE t SET c0 = t.c3 "
               "reads c3 as before the swap: every UPDATE of the shape is counted",
-              None, _assignments_read_old_values, counted_always=True),
+              None, _assignments_read_old_values, counted_always=True, computed=True),
     Departure("monetdb-is-null-of-aggregate-folded", frozenset({"monetdb"}),
               "MonetDB folds `IS NULL` of an aggregate of a NOT NULL column to FALSE, although the aggregate "
               "of no rows is NULL (a WITH of SUM(k) < 5 over no rows, filtered on IS NULL, loses its one row)",
@@ -239,6 +275,13 @@ DEPARTURES: tuple[Departure, ...] = (
               "descending. A FULL JOIN's padding meets it too (SELECT MIN(a.c) FROM t AS a FULL JOIN t AS b ON FALSE "
               "over one row). The reverse of MAX of the reversed values is SQL's MIN",
               None, _ungrouped_min_reversed),
+    Departure("monetdb-extreme-of-no-rows-compared", frozenset({"monetdb"}),
+              "MonetDB compares an ungrouped MAX (MIN) over no rows in a WHERE as if rows were there, although it is "
+              "NULL: UPDATE t SET c = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t AS s WHERE s.c0 IN (2, 0, 41)) writes a "
+              "row SQL leaves alone, and SELECT TRUE FROM t1 WHERE DATE '2023-12-13' < (SELECT MAX(s.c1) FROM t0 AS s "
+              "WHERE s.c0 = <no row> AND s.c1 <= DATE '2024-01-03') answers a row; CASE WHEN COUNT(*) > 0 THEN MAX(...) "
+              "END is SQL's MAX there",
+              None, _extremes_of_no_rows_counted),
 )
 
 # A write MonetDB reports as -1 rows: an INSERT ... SELECT whose SELECT gives no result set
@@ -250,6 +293,39 @@ NO_RESULT_SET = "monetdb-select-without-resultset"
 # that swap into one key both pass.
 DUPLICATE_KEY = "monetdb-update-duplicate-key"
 DUPLICATE_KEY_ENGINES = frozenset({"monetdb"})
+
+# An UPDATE the engine accepts although it assigns NULL to a NOT NULL column; SQL fails the
+# statement. MonetDB reports the row written and leaves the old value (UPDATE t SET c =
+# CASE WHEN TRUE THEN (SELECT MAX(s.c1) FROM t AS s WHERE <no row>) END with c NOT NULL),
+# so the table afterwards does not show it: the values the UPDATE assigns are read
+# beforehand by a query (null_assignment_probe).
+NULL_INTO_NOT_NULL = "monetdb-update-accepts-null-into-not-null"
+NULL_INTO_NOT_NULL_ENGINES = frozenset({"monetdb"})
+
+
+def null_assignment_probe(tree: exp.Expression, schema: Schema) -> exp.Select | None:
+    """For an UPDATE that assigns NOT NULL (or key) columns, the query giving, for each row it
+    updates, the values it assigns them: UPDATE t SET c = e FROM s WHERE p  ->  SELECT e
+    FROM t CROSS JOIN s WHERE p. A NULL among them means SQL fails the UPDATE. The values
+    are read in a select list, where the engine computes them as SQL does (a comparison
+    such as `e IS NULL` could meet monetdb-is-null-of-aggregate-folded)."""
+    if not isinstance(tree, exp.Update) or not isinstance(tree.this, exp.Table):
+        return None
+    table = next((t for t in schema.tables if t.name == tree.this.name), None)
+    if table is None:
+        return None
+    required = {c.name for c in table.columns if c.not_null} | set(table.key)
+    values = [a.expression.copy() for a in tree.expressions if a.this.name in required]
+    if not values:
+        return None
+    probe = exp.select(*(exp.alias_(v, f"tq_{i}") for i, v in enumerate(values))).from_(tree.this.copy())
+    source = tree.args.get("from_")
+    if source is not None:
+        probe = probe.join(source.this.copy(), join_type="CROSS")
+    where = tree.args.get("where")
+    if where is not None:
+        probe.set("where", where.copy())
+    return probe
 
 
 def departure_of(engine: str, error: str) -> Departure | None:
@@ -275,3 +351,39 @@ def duplicate_key_queries(table: Table) -> list[str]:
         queries.append(f"SELECT COUNT(*) FROM (SELECT {listed} FROM {table.name}{where} "
                        f"GROUP BY {listed} HAVING COUNT(*) > 1) AS tq_duplicates")
     return queries
+
+
+@dataclass(frozen=True)
+class UpdateComputation:
+    """An UPDATE's outcome by SQL, computed from a query instead of the engine's UPDATE: MonetDB's
+    UPDATE that assigns several columns departs in more ways than one equivalent statement
+    avoids (monetdb-update-reads-assigned-column; with a WHERE reading an assigned column
+    of a keyed table, SET c1 = COALESCE(t.c2, t.c2), c2 = UPPER(COALESCE(t.c2, t.c2)) gives
+    c2 UPPER of the old c1), while a select list computes the values as SQL does.
+    `query` reads, for each row the UPDATE writes, the row as it was, then each assigned
+    value cast to its column's type (as the UPDATE stores it); `table` is the target."""
+    query: exp.Select
+    table: Table
+    assigned: tuple[str, ...]  # the columns assigned, in the order of the query's values
+
+
+def update_computation(tree: exp.Expression, schema: Schema) -> UpdateComputation | None:
+    """For an UPDATE without FROM of a table without CHECKs and collations (whose effect a
+    computation here would have to repeat), the query its outcome is computed from."""
+    if not isinstance(tree, exp.Update) or tree.args.get("from_") is not None or not isinstance(tree.this, exp.Table):
+        return None
+    table = next((t for t in schema.tables if t.name == tree.this.name), None)
+    if table is None or table.checks or any(c.collation for c in table.columns):
+        return None
+    alias = tree.this.alias_or_name
+    names = [a.this.name for a in tree.expressions]
+    if len(set(names)) != len(names):
+        return None
+    values = [exp.alias_(exp.Cast(this=a.expression.copy(), to=exp.DataType.build(table.column(a.this.name).type, dialect="duckdb")),
+                         f"tq_new_{i}") for i, a in enumerate(tree.expressions)]
+    old = [exp.column(c.name, table=alias) for c in table.columns]
+    query = exp.select(*old, *values).from_(tree.this.copy())
+    where = tree.args.get("where")
+    if where is not None:
+        query.set("where", where.copy())
+    return UpdateComputation(query, table, tuple(names))

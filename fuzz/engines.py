@@ -6,14 +6,16 @@ hands tique); the native drivers get the same text with their own markers.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
 import shutil
+import socket
 import tempfile
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from sqlglot import exp
@@ -162,6 +164,31 @@ class NativePostgres(Native):
 NATIVE_MONETDB_TIMEOUT_S = 300  # generous: a case's statements take well under a second
 
 
+@contextlib.contextmanager
+def bounded_waits(seconds: float = NATIVE_MONETDB_TIMEOUT_S) -> Iterator[None]:
+    """Every socket opened meanwhile gives up after `seconds` without an answer. pymonetdb
+    leaves a connected socket at the default timeout, so this bounds each statement tique
+    sends MonetDB on any of its sessions (which it opens as it needs them, out of the
+    fuzzer's reach): MonetDB can loop forever on a statement (fuzz/exclusions.py), and a
+    run must stop with the statement rather than wait forever (run_tique)."""
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether `error` is, or was raised from, a socket giving up (bounded_waits)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class NativeMonetDB(Native):
     engine = "monetdb"
 
@@ -221,6 +248,8 @@ def run_tique(conn: tique.Connection, sql: str, params: Sequence[Any]) -> Outcom
     except tique.NotSupportedError as error:
         return Outcome("refused", error=str(error).splitlines()[0][:300])
     except Exception as error:
+        if timed_out(error):
+            raise RuntimeError(f"tique gave no answer in {socket.getdefaulttimeout()} s to: {sql}") from error
         return _error(error)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -24,9 +25,10 @@ from sqlglot import exp
 
 import tique
 from fuzz.compare import same_outcome, same_rows, same_tables
-from fuzz.departures import (DEPARTURES, DUPLICATE_KEY, DUPLICATE_KEY_ENGINES, NO_RESULT_SET, departure_of,
-                             duplicate_key_queries, silent_departures)
-from fuzz.engines import Environment, Native, Outcome, render, run_tique
+from fuzz.departures import (DEPARTURES, Departure, DUPLICATE_KEY, DUPLICATE_KEY_ENGINES, NO_RESULT_SET, NULL_INTO_NOT_NULL,
+                             NULL_INTO_NOT_NULL_ENGINES, UpdateComputation, departure_of, duplicate_key_queries,
+                             null_assignment_probe, silent_departures, update_computation)
+from fuzz.engines import Environment, Native, Outcome, bounded_waits, render, run_tique, timed_out
 from fuzz.exclusions import Features, default_features, rejected
 from fuzz.generate import Generator, Statement
 from fuzz.schema import Schema, SchemaOptions, Table, create_table, random_schema, random_value
@@ -245,10 +247,25 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
                 second.begin()
                 a = first.execute(*render(standard, engine), write=statement.is_write)
                 b = second.execute(*render(standard, engine), write=statement.is_write)
+                # the equivalent may meet a silent departure of its own (an UPDATE ... FROM
+                # made an UPDATE ... WHERE EXISTS that reads a column it assigns)
+                a, b, silently, counted, ran = _silent_departures(first, second, replace(statement, tree=standard, _rendered={}),
+                                                                  case.schema, engine, a, b)
+                meaning = f"{meaning}; then {silently}" if silently else meaning
             else:
-                a, b, meaning, counted = _silent_departures(first, second, statement, case.schema, engine, a, b)
-                for name in counted:
-                    departures[name] = departures.get(name, 0) + 1
+                a, b, meaning, counted, ran = _silent_departures(first, second, statement, case.schema, engine, a, b)
+            for name in counted:
+                departures[name] = departures.get(name, 0) + 1
+            probe = null_assignment_probe(ran, case.schema) if engine in NULL_INTO_NOT_NULL_ENGINES and ran is not None else None
+            if probe is not None and any(o.kind == "count" and o.count > 0 for o in (a, b)):
+                kept = _rerun_unless_null_assigned(first, second, ran, probe, engine)
+                if kept is not None:
+                    a, b = kept
+                else:
+                    departures[NULL_INTO_NOT_NULL] = departures.get(NULL_INTO_NOT_NULL, 0) + 1
+                    failed = Outcome("error", error="IntegrityError: NULL in a NOT NULL column")
+                    expected.append(Expected(sql, params, failed, None, f"{NULL_INTO_NOT_NULL}: accepted, {a.brief()}"))
+                    continue
             if statement.is_write and engine in DUPLICATE_KEY_ENGINES and any(o.kind == "count" and o.count < 0 for o in (a, b)):
                 # MonetDB wrote without saying how many rows: an INSERT ... SELECT whose SELECT
                 # gives no result set (see the departure); what it wrote is unknown
@@ -305,13 +322,82 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
         second.close()
 
 
+def _computed_update(first: Native, second: Native, computation: UpdateComputation, engine: str) -> Outcome:
+    """The outcome SQL gives the UPDATE `computation` stands for (fuzz/departures.py), on
+    the rows the natives' open transactions hold: the count of rows it writes, or an error
+    where the table it leaves breaks NOT NULL, the primary key or a UNIQUE. Where it
+    succeeds, both natives' transactions are left holding that table."""
+    table = computation.table
+    names = [c.name for c in table.columns]
+    listed = ", ".join(names)
+    before = first.execute(f"SELECT {listed} FROM {table.name}", (), write=False)
+    read = first.execute(*render(computation.query, engine), write=False)
+    if read.kind != "rows" or before.kind != "rows":
+        return read if read.kind == "error" else before  # the values fail to compute: so does the UPDATE
+    remaining = Counter(before.rows)
+    written = []
+    for row in read.rows:
+        old, new = tuple(row[:len(names)]), list(row[:len(names)])
+        for name, value in zip(computation.assigned, row[len(names):]):
+            new[names.index(name)] = value
+        remaining[old] -= 1
+        written.append(tuple(new))
+    after = list(remaining.elements()) + written
+    required = [i for i, c in enumerate(table.columns) if c.not_null or c.name in table.key]
+    if any(row[i] is None for row in written for i in required):
+        return Outcome("error", error="IntegrityError: NULL in a NOT NULL column")
+    for columns, nulls_exempt in [(table.key, False)] * bool(table.key) + [(u, True) for u in table.uniques]:
+        keys = [tuple(row[names.index(c)] for c in columns) for row in after]
+        if nulls_exempt:
+            keys = [k for k in keys if None not in k]
+        if len(set(keys)) != len(keys):
+            return Outcome("error", error="IntegrityError: duplicate key")
+    for native in (first, second):
+        native.execute(f"DELETE FROM {table.name}", (), write=True)
+        if after:
+            outcome = native.execute(*render(insert_rows(table, after), engine), write=True)
+            if outcome.kind != "count":
+                raise RuntimeError(f"native INSERT of an UPDATE's computed rows failed: {outcome.error}")
+    return Outcome("count", count=len(read.rows))
+
+
+def _rerun_unless_null_assigned(first: Native, second: Native, tree: exp.Expression, probe: exp.Select,
+                                engine: str) -> tuple[Outcome, Outcome] | None:
+    """Whether the UPDATE `tree`, which the natives' open transactions hold, assigns NULL
+    to a NOT NULL column (fuzz/departures.py, NULL_INTO_NOT_NULL): the transactions are
+    undone, `probe` reads the values it assigns on the rows as they were, and where none is
+    NULL the UPDATE runs again; returns its outcomes then, None where SQL fails it (the
+    natives left with nothing open)."""
+    first.rollback()
+    second.rollback()
+    assigned = first.execute(*render(probe, engine), write=False)
+    if assigned.kind != "rows":
+        raise RuntimeError(f"native probe of an UPDATE's assigned values failed: {assigned.error}")
+    if any(value is None for row in assigned.rows for value in row):
+        return None
+    first.begin()
+    second.begin()
+    sql, params = render(tree, engine)
+    return first.execute(sql, params, write=True), second.execute(sql, params, write=True)
+
+
+def _other_standards(tree: exp.Expression, schema: Schema, engine: str, computed: Departure) -> exp.Expression:
+    """`tree` with the equivalents by the standard of every silent departure but `computed`
+    applied: the query that computes an UPDATE's outcome must not meet them either."""
+    for departure in silent_departures(engine):
+        if departure is not computed:
+            tree = departure.standard(tree, schema) or tree
+    return tree
+
+
 def _silent_departures(first: Native, second: Native, statement: Statement, schema: Schema, engine: str,
-                       a: Outcome, b: Outcome) -> tuple[Outcome, Outcome, str | None, list[str]]:
+                       a: Outcome, b: Outcome) -> tuple[Outcome, Outcome, str | None, list[str], exp.Expression | None]:
     """Where a silent departure's shape matches, the statement's equivalent by the standard
     runs too (undoing the statement first); where the native answers differ, the
     equivalent's is SQL's meaning. Returns the outcomes to take (on the natives' open
     transactions, which hold the writes of the statement taken), what the engine answered
-    where it departs, and the departures met."""
+    where it departs, the departures met, and the statement taken (None where the outcome
+    was computed: the natives hold the tables SQL's UPDATE leaves)."""
     tree = statement.tree
     meaning = None
     counted: list[str] = []
@@ -324,6 +410,11 @@ def _silent_departures(first: Native, second: Native, statement: Statement, sche
         second.rollback()
         first.begin()
         second.begin()
+        computation = update_computation(_other_standards(tree, schema, engine, departure), schema) if departure.computed else None
+        if computation is not None:
+            # SQL's outcome computed, and the natives given the tables it leaves
+            computed = _computed_update(first, second, computation, engine)
+            return computed, computed, f"{departure.name}: natively {a.brief()}", counted + [departure.name], None
         sql, params = render(standard, engine)
         sa = first.execute(sql, params, write=statement.is_write)
         sb = second.execute(sql, params, write=statement.is_write)
@@ -349,7 +440,7 @@ def _silent_departures(first: Native, second: Native, statement: Statement, sche
             counted.append(departure.name)
             meaning = f"{departure.name}: natively {a.brief()}"
         a, b, tree = sa, sb, standard
-    return a, b, meaning, counted
+    return a, b, meaning, counted, tree
 
 
 def _compare(engine: str, mode: str, index: int, want: Expected, got: Outcome, statement: Statement) -> Difference | None:
@@ -447,6 +538,8 @@ def transaction_pass(env: Environment, case: Case, expected: list[Expected | Non
                 try:
                     conn.commit()
                 except tique.Error as error:
+                    if timed_out(error):
+                        raise RuntimeError("tique gave no answer to COMMIT") from error
                     report.differences.append(Difference(env.engine, "transaction", i, "error", "COMMIT", (), "commits",
                                                          f"{type(error).__name__}: {error}"))
                     return
@@ -526,6 +619,11 @@ class Config:
 
 
 def fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None] | None = None) -> EngineSummary:
+    with bounded_waits():
+        return _fuzz_engine(env, config, progress)
+
+
+def _fuzz_engine(env: Environment, config: Config, progress: Callable[[str], None] | None) -> EngineSummary:
     summary = EngineSummary(env.engine)
     started = time.monotonic()
     case_number = 0

@@ -3,6 +3,7 @@ TLP's partitioning must hold on the native engines themselves; the shrinker must
 genuine difference to a small script; and the bugs the fuzzer found stay fixed."""
 from __future__ import annotations
 
+import datetime
 import random
 from typing import Any, Iterator
 
@@ -176,6 +177,8 @@ _PAIR = Schema((Table("t0", (Column("c0", "INTEGER"), Column("c1", "INTEGER"))),
 _TEXTS = Schema((Table("t0", (Column("c0", "VARCHAR"), Column("c1", "VARCHAR", True)), ("c1",)),))
 _SUMMED = Schema((Table("t0", (Column("c2", "DOUBLE"), Column("c3", "INTEGER", True)), ("c3",)),))
 _PADDED = Schema((Table("t0", (Column("c0", "INTEGER"),)), Table("t1", (Column("c0", "INTEGER"),))))
+_DATES = Schema((Table("t0", (Column("c0", "DATE"), Column("c1", "DATE"))),))
+_WIDE = Schema((Table("t0", (Column("c0", "BIGINT"), Column("c1", "INTEGER"))),))
 _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOLEAN"))),))
 
 
@@ -205,6 +208,19 @@ _DOUBLES = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c1", "BOOL
     ("monetdb-is-null-of-aggregate-folded",
      "WITH w AS (SELECT SUM(s.c3) < 5 AS o FROM t0 AS s WHERE -0 = s.c2 + 1) SELECT d.o AS p FROM w AS d WHERE d.o IS NULL",
      _SUMMED, {"t0": [(0.0, 17)]}, [(None,)]),
+    # MonetDB compares MAX('abc') over no rows as 'abc' and writes the row; SQL's comparison is NULL
+    ("monetdb-extreme-of-no-rows-compared",
+     "UPDATE t0 SET c1 = 60 WHERE 'z%' <> (SELECT MAX('abc') FROM t0 AS s WHERE s.c0 IN (2, 0, 41))",
+     _WIDE, {"t0": [(92, 0)]}, 0),
+    # MonetDB answers a row where MAX of a column over no rows is compared; SQL's comparison is NULL
+    ("monetdb-extreme-of-no-rows-compared",
+     "SELECT TRUE AS o FROM t0 AS a WHERE CAST('2023-12-13' AS DATE) < (SELECT MAX(s.c1) FROM t0 AS s WHERE "
+     "s.c0 = CAST('2023-12-31' AS DATE) AND s.c1 BETWEEN s.c1 AND CAST('2024-01-03' AS DATE))",
+     _DATES, {"t0": [(None, datetime.date(2023, 12, 16))]}, []),
+    # MonetDB accepts a NULL for a NOT NULL column (and keeps the old value); SQL fails the UPDATE
+    ("monetdb-update-accepts-null-into-not-null",
+     "UPDATE t0 SET c1 = CASE WHEN FALSE THEN t0.c1 ELSE (SELECT MAX(s.c1) FROM t0 AS s WHERE s.c0 = t0.c0 AND NOT TRUE) END",
+     _TEXTS, {"t0": [("a", "b")]}, "error"),
 ])
 def test_a_departure_is_compared_with_the_standard_meaning(engine: str, environment: Environment, name: str, statement: str,
                                                            schema: Schema, rows: dict[str, list[tuple]], standard: Any) -> None:
@@ -279,3 +295,102 @@ def test_negative_zero_joins_zero_by_the_standard(engine: str, environment: Envi
     assert expected[2] is not None and len(expected[2].outcome.rows) == 14
     report, _ = run_case(environment, case)
     assert not report.differences, report.differences
+
+
+_FROM_TWO = Schema((Table("t1", (Column("c2", "VARCHAR", True), Column("c3", "VARCHAR", True)), ("c3",)),
+                    Table("t2", (Column("c3", "VARCHAR", True),))))
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_from_made_standard_is_checked_for_reading_assigned_columns(engine: str, environment: Environment) -> None:
+    """Two rows of t2 match the one of t1, which MonetDB refuses; its standard equivalent
+    (UPDATE ... WHERE EXISTS) then reads the c2 it assigns for the second t1.c2 ('abcb');
+    SQL reads the row as it was ('abcabc'), as tique does (fuzz case seed 31029093136)."""
+    statement = "UPDATE t1 SET c3 = COALESCE(t1.c2, t1.c3) || t1.c2, c2 = t1.c3 FROM t2 AS s"
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), _FROM_TWO,
+                           {"t1": [("abc", "b")], "t2": [("b",), ("b",)]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-update-from-several-matches": 1, "monetdb-update-reads-assigned-column": 1}
+    want = expected[0]
+    assert undefined == 0 and want is not None and want.tables is not None
+    assert want.outcome.count == 1 and want.tables["t1"].rows == (("b", "abcabc"),)
+    report, _ = run_case(environment, case)
+    assert report.compared == 2 and not report.differences, report.differences
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_assigning_no_null_to_a_not_null_column_stands(engine: str, environment: Environment) -> None:
+    """The NOT NULL check reads the values an UPDATE assigns; where none is NULL the native
+    write stands and nothing is counted."""
+    statement = "UPDATE t0 SET c1 = CASE WHEN FALSE THEN t0.c1 ELSE (SELECT MAX(s.c1) FROM t0 AS s WHERE s.c0 = t0.c0) END || 'x'"
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), _TEXTS, {"t0": [("a", "b"), ("d", "c")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {} and undefined == 0
+    want = expected[0]
+    assert want is not None and want.outcome.count == 2 and want.tables is not None
+    assert sorted(want.tables["t0"].rows) == [("a", "bx"), ("d", "cx")]
+
+
+def test_a_statement_monetdb_never_answers_stops_the_run() -> None:
+    """MonetDB can loop forever on a statement; the run must stop with the statement, not
+    wait forever, whether it waits natively or through tique (on any of the sessions tique
+    opens). A stopped server never answers, however fast the machine."""
+    import os
+    import signal
+
+    from drivers.monetdb_server import MonetDBServer
+    from fuzz.engines import bounded_waits, run_tique
+
+    try:
+        server = MonetDBServer()
+    except FileNotFoundError as reason:
+        pytest.skip(str(reason))
+    try:
+        with bounded_waits(5):
+            conn = tique.connect(server.url, autocommit=True)
+            assert run_tique(conn, "CREATE TABLE t (a INT)", ()).kind == "count"
+            os.kill(server.process.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(RuntimeError, match="no answer in 5.0 s to: SELECT a FROM t"):
+                    run_tique(conn, "SELECT a FROM t", ())
+            finally:
+                os.kill(server.process.pid, signal.SIGCONT)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_assigning_columns_is_compared_with_its_computed_outcome(engine: str, environment: Environment) -> None:
+    """MonetDB's UPDATE fails here by the key as SQL does, but the equivalent that reads
+    every assigned column wrapped (COALESCE(t0.c2, t0.c2)) gives c2 UPPER of the old c1 and
+    writes 2 rows (fuzz case seed 34003102134); SQL's outcome is computed from the values a
+    query reads: both rows become (' x', ' X'), a duplicate key."""
+    statement = "UPDATE t0 SET c1 = t0.c2, c2 = UPPER(COALESCE(t0.c2, t0.c2)) WHERE t0.c1 BETWEEN t0.c1 AND 'B' OR NOT FALSE"
+    keyed = Schema((Table("t0", (Column("c1", "VARCHAR", True), Column("c2", "VARCHAR", True)), ("c1", "c2")),))
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), keyed, {"t0": [("ba", " x"), ("ab", " x")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-update-reads-assigned-column": 1} and undefined == 0
+    assert expected[0] is not None and expected[0].outcome.kind == "error"
+    # where it succeeds, the natives hold the computed table: the swap, by SQL
+    swap = _departure_case(sqlglot.parse_one("UPDATE t0 SET c0 = t0.c1, c1 = t0.c0 WHERE t0.c0 > 1", read="duckdb"), _PAIR,
+                           {"t0": [(1, 2), (3, None), (3, None), (5, 6)]})
+    expected, _, undefined, departures = native_pass(environment, swap)
+    want = expected[0]
+    assert want is not None and want.outcome.count == 3 and want.tables is not None
+    assert sorted(want.tables["t0"].rows, key=repr) == sorted([(1, 2), (None, 3), (None, 3), (6, 5)], key=repr)
+    report, _ = run_case(environment, case)
+    assert report.compared == 1 and not report.differences, report.differences
+
+
+def test_except_all_of_a_constant_column_is_not_generated_for_monetdb() -> None:
+    """Native MonetDB answers such an EXCEPT ALL at random, or never (fuzz case seed
+    31029093303); other engines keep it, and EXCEPT ALL of columns stays on MonetDB."""
+    from fuzz.exclusions import rejected
+
+    hangs = sqlglot.parse_one("SELECT TRUE AS o2, s0.c1 FROM t0 AS s0 JOIN t0 AS s1 ON s1.c0 = s0.c0 EXCEPT ALL "
+                              "SELECT DISTINCT COUNT(*) < 1 AS o8, MAX(s6.c1) AS o10 FROM t0 AS s6", read="duckdb")
+    found = rejected(hangs, engine="monetdb")
+    assert found is not None and found.name == "monetdb-except-all-of-a-constant-column"
+    assert rejected(hangs, engine="duckdb") is None
+    assert rejected(sqlglot.parse_one("SELECT c1 FROM t0 EXCEPT ALL SELECT c1 FROM t0 WHERE c0 > 0", read="duckdb"),
+                    engine="monetdb") is None

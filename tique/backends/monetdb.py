@@ -1003,7 +1003,11 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
         return None
     # The storage table itself where no star could expand to its own columns (tq_rowid):
     # a projection of it is a derived table, which shifts the numbers of some labels.
-    direct = next(facts.find_outside_snapshots(tree, exp.Star), None) is None
+    # COUNT(*)'s star counts rows and expands to no column. (The numbers are MonetDB's own
+    # counters, but they follow the query's translation, which the same query over the
+    # storage tables repeats: tique gives the native label, and `%2` against `%4` is a
+    # wrong name, not an undefined one.)
+    direct = all(isinstance(star.parent, exp.Count) for star in facts.find_outside_snapshots(tree, exp.Star))
     swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in facts.find_outside_snapshots(tree, exp.Subquery):
         storage = facts.snapshot_of(node)
