@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from fuzz.engines import Environment, bounded_waits
+    from fuzz.engines import bounded_waits
     from fuzz.exclusions import EXCLUSIONS
     from fuzz.runner import Config, fuzz_engine
     from fuzz.schema import SchemaOptions
