@@ -673,9 +673,15 @@ def _same_rows_twice(tree: exp.Update, dialect: str, statement: str) -> None:
     rows it updates (rewrite_update), which would choose different rows (`WHERE random()
     < 0.5`: some old rows left beside their new versions, some rows lost). The values it
     assigns are computed once per row, by the read of the new versions, so they may call
-    anything."""
+    anything. A LIMIT, OFFSET, FETCH or sample there chooses rows the same way: which
+    rows it keeps is the engine's choice (a parallel scan's order, ties in an ORDER BY),
+    which two reads may make differently."""
     chooses = [tree.args.get("where"), *_sources(tree)]
     for part in chooses:
+        for node in part.find_all(exp.Limit, exp.Offset, exp.Fetch, exp.TableSample) if part is not None else ():
+            raise NotSupportedError(describe(statement, f"UPDATE of a primary key whose WHERE or FROM keeps some rows with "
+                                                        f"{node.key.upper()} is not supported on tique tables; choose the rows "
+                                                        "first (SELECT their keys), then update those keys"))
         for node in part.find_all(exp.Func) if part is not None else ():
             name = node.name.upper() if isinstance(node, exp.Anonymous) else node.sql_name()
             if isinstance(node, (exp.Rand, exp.Uuid)) or name in _VOLATILE:
