@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import random
+from decimal import Decimal
 from typing import Any, Iterator
 
 import pytest
@@ -394,3 +395,71 @@ def test_except_all_of_a_constant_column_is_not_generated_for_monetdb() -> None:
     assert rejected(hangs, engine="duckdb") is None
     assert rejected(sqlglot.parse_one("SELECT c1 FROM t0 EXCEPT ALL SELECT c1 FROM t0 WHERE c0 > 0", read="duckdb"),
                     engine="monetdb") is None
+
+
+_DECIMALS = Schema((Table("t0", (Column("c0", "DECIMAL(10, 2)", True), Column("c1", "DECIMAL(10, 2)"), Column("c3", "VARCHAR"))),))
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_update_assigning_a_subquery_is_compared_with_its_computed_outcome(engine: str, environment: Environment) -> None:
+    """MonetDB counts the row but keeps c3 = 'a' where the correlated subquery matches no row
+    and SQL (and tique) write NULL into the nullable column (fuzz case seed 34033102453); SQL's
+    outcome is computed from the values a query reads. (A match does not help: 'b' is kept
+    where the subquery says 'a'.) Without the CASE the native write is SQL's, and nothing is
+    counted."""
+    statement = "UPDATE t0 SET c3 = CASE WHEN TRUE THEN (SELECT MAX(s1.c3) FROM t0 AS s1 WHERE s1.c0 = t0.c1) ELSE t0.c3 END"
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), _DECIMALS,
+                           {"t0": [(Decimal("2.85"), Decimal("17.29"), "a")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-update-keeps-old-value-for-subquery": 1} and undefined == 0, departures
+    want = expected[0]
+    assert want is not None and want.outcome.count == 1 and want.tables is not None
+    assert want.tables["t0"].rows == ((Decimal("2.85"), Decimal("17.29"), None),)
+    report, _ = run_case(environment, case)
+    assert report.compared == 2 and not report.differences, report.differences
+    matched = {"t0": [(Decimal("2.85"), Decimal("2.85"), "a"), (Decimal("1"), Decimal("2.85"), "b")]}
+    expected, _, undefined, departures = native_pass(environment, _departure_case(sqlglot.parse_one(statement, read="duckdb"),
+                                                                                  _DECIMALS, matched))
+    assert departures == {"monetdb-update-keeps-old-value-for-subquery": 1} and undefined == 0, departures
+    assert expected[0] is not None and expected[0].tables is not None
+    assert sorted(expected[0].tables["t0"].rows) == [(Decimal("1.00"), Decimal("2.85"), "a"), (Decimal("2.85"), Decimal("2.85"), "a")]
+    plain = "UPDATE t0 SET c3 = (SELECT MAX(s1.c3) FROM t0 AS s1 WHERE s1.c0 = t0.c1) || 'x'"
+    expected, _, undefined, departures = native_pass(environment, _departure_case(sqlglot.parse_one(plain, read="duckdb"),
+                                                                                  _DECIMALS, matched))
+    assert departures == {} and undefined == 0, departures
+    assert expected[0] is not None and expected[0].tables is not None
+    assert sorted(expected[0].tables["t0"].rows) == [(Decimal("1.00"), Decimal("2.85"), "ax"), (Decimal("2.85"), Decimal("2.85"), "ax")]
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_an_is_null_of_no_aggregate_is_left_alone(engine: str, environment: Environment) -> None:
+    """`1 IS NULL` reads no aggregate, so monetdb-is-null-of-aggregate-folded does not touch
+    it: its stand-in (`OR COALESCE(1 IS NULL, FALSE)`, like `OR FALSE`) made MonetDB drop the
+    row of the NOT EXISTS over a FULL JOIN that SQL, native MonetDB and tique return (fuzz
+    case seed 34043102494)."""
+    statement = ("SELECT (SELECT MAX(s5.c1) FROM t0 AS s5) AS o4 FROM t0 AS s2 INTERSECT ALL SELECT s6.c1 AS o8 FROM t0 AS s6 "
+                 "FULL JOIN t0 AS s7 ON TRUE WHERE NOT EXISTS(SELECT 1 FROM t0 AS s9 WHERE s9.c3 = s7.c3) OR 1 IS NULL")
+    schema = Schema((Table("t0", (Column("c1", "VARCHAR"), Column("c3", "DATE"))),))
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), schema, {"t0": [("ab", None)]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {} and undefined == 0, departures
+    assert expected[0] is not None and list(expected[0].outcome.rows) == [("ab",)]
+    report, _ = run_case(environment, case)
+    assert report.compared == 2 and not report.differences, report.differences
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_negative_zero_compared_with_a_bigint_by_the_standard(engine: str, environment: Environment) -> None:
+    """After c0 = -c0 stores -0.0, MonetDB's correlated s55.c2 = s49.c0 (BIGINT against
+    DOUBLE) misses the rows with c2 = 0, and folds the departure's old d + 0 to d, so it was
+    not caught (fuzz case seed 34043102496); SQL (and tique) match them."""
+    schema = Schema((Table("t0", (Column("c0", "DOUBLE", True), Column("c2", "BIGINT", True), Column("c3", "DOUBLE", True))),))
+    statements = ["UPDATE t0 SET c0 = -t0.c0",
+                  "SELECT s49.c2 <> (SELECT COUNT(DISTINCT ABS(s55.c3)) FROM t0 AS s55 WHERE s55.c2 = s49.c0) AS o52 FROM t0 AS s49"]
+    case = Case(schema, {"t0": [(0.0, 0, 1.5), (0.0, 1, -9.75), (0.0, 0, 1.5), (-0.5, 0, -0.5), (0.0, 0, 7.75)]},
+                [Statement(sqlglot.parse_one(s, read="duckdb")) for s in statements], seed=11)
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-join-negative-zero": 1} and undefined == 0, departures
+    assert expected[1] is not None and sorted(expected[1].outcome.rows) == [(False,), (True,), (True,), (True,), (True,)]
+    report, _ = run_case(environment, case)
+    assert not report.differences, report.differences
