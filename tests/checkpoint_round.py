@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+import time
+from typing import Callable, Iterator
 
 from tique.checkpoint import Checkpointer
 
@@ -28,3 +29,18 @@ def round_in_thread(checkpointer: Checkpointer, wait: float) -> Iterator[list[Ba
     finally:
         thread.join(wait)
     assert not thread.is_alive(), "the checkpoint did not finish after it was resumed"
+
+
+def rounds_until(checkpointer: Checkpointer, stop: threading.Event, rounds: list[int],
+                 errors: list[BaseException]) -> Callable[[], None]:
+    """A thread body running rounds of `checkpointer` back to back until `stop` is set,
+    counting them in rounds[0]; a round's failure lands in `errors` and ends the loop."""
+    def loop() -> None:
+        try:
+            while not stop.is_set():
+                checkpointer.run_once()
+                rounds[0] += 1
+                time.sleep(0.002)
+        except BaseException as error:  # surfaced by the test's assertion
+            errors.append(error)
+    return loop

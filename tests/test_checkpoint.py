@@ -11,6 +11,7 @@ import pytest
 
 import tique
 from progress import wait_for
+from checkpoint_round import rounds_until
 from tique.checkpoint import Checkpointer, checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -90,14 +91,7 @@ def test_reader_stays_consistent_while_checkpoints_run_under_writers(connect: Co
     errors: list[BaseException] = []
     rounds = [0]
 
-    def checkpoint_loop() -> None:
-        try:
-            while not stop.is_set():
-                checkpointer.run_once()
-                rounds[0] += 1
-                time.sleep(0.002)
-        except BaseException as error:  # surfaced by the assertion below
-            errors.append(error)
+    checkpoint_loop = rounds_until(checkpointer, stop, rounds, errors)
 
     def writer(seed: int) -> None:
         conn = tique.connect(setup.url)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from typing import Callable
 
 import tique
+from checkpoint_round import rounds_until
 from tique.checkpoint import Checkpointer
 
 Connect = Callable[..., tique.Connection]
@@ -44,14 +44,7 @@ def test_transfers_across_tables_keep_their_sum_while_rounds_run(connect: Connec
     rounds = [0]
     committed = [0]
 
-    def checkpoint_loop() -> None:
-        try:
-            while not stop.is_set():
-                checkpointer.run_once()
-                rounds[0] += 1
-                time.sleep(0.002)
-        except BaseException as error:  # surfaced by the assertion below
-            errors.append(error)
+    checkpoint_loop = rounds_until(checkpointer, stop, rounds, errors)
 
     def writer(seed: int) -> None:
         conn = connect()
