@@ -44,3 +44,12 @@ def rounds_until(checkpointer: Checkpointer, stop: threading.Event, rounds: list
         except BaseException as error:  # surfaced by the test's assertion
             errors.append(error)
     return loop
+
+
+def start_with_writers(loop: Callable[[], None], writer: Callable[[int], None], writers: int = 2) -> list[threading.Thread]:
+    """Starts the checkpoint `loop` and `writers` writer threads (writer(0), writer(1), ...)
+    and returns them, for the test to stop and join."""
+    threads = [threading.Thread(target=loop)] + [threading.Thread(target=writer, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    return threads

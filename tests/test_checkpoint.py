@@ -11,7 +11,7 @@ import pytest
 
 import tique
 from progress import wait_for
-from checkpoint_round import rounds_until
+from checkpoint_round import rounds_until, start_with_writers
 from tique.checkpoint import Checkpointer, checkpoint
 
 Connect = Callable[..., tique.Connection]
@@ -113,9 +113,7 @@ def test_reader_stays_consistent_while_checkpoints_run_under_writers(connect: Co
     rcur = reader.cursor()
     rcur.execute("SELECT k, v FROM kv ORDER BY k")
     first = rcur.fetchall()
-    threads = [threading.Thread(target=checkpoint_loop)] + [threading.Thread(target=writer, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
+    threads = start_with_writers(checkpoint_loop, writer)
     try:
         deadline = time.monotonic() + 4
         reads = 0

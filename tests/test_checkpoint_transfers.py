@@ -9,7 +9,7 @@ import threading
 from typing import Callable
 
 import tique
-from checkpoint_round import rounds_until
+from checkpoint_round import rounds_until, start_with_writers
 from tique.checkpoint import Checkpointer
 
 Connect = Callable[..., tique.Connection]
@@ -71,9 +71,7 @@ def test_transfers_across_tables_keep_their_sum_while_rounds_run(connect: Connec
     assert lcur.fetchall() == [(TOTAL,)]
     reader = connect()
     rcur = reader.cursor()
-    threads = [threading.Thread(target=checkpoint_loop)] + [threading.Thread(target=writer, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
+    threads = start_with_writers(checkpoint_loop, writer)
     reads = 0
     try:
         # Enough work for rounds that move and purge both tables while readers read.
