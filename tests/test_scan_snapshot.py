@@ -106,36 +106,3 @@ def test_read_committed_scan_reads_each_statements_snapshot(connect: Connect) ->
     third = _scan(rcur)  # and its own write above it
     assert third[1] == ("own", 1) and third[2] == ("committed", 2) and 3 not in third
     reader.commit()
-
-
-# The same read with a correlated subquery expression over the table: on DuckDB the
-# snapshot then keeps its rank() form, where SCAN's is the aggregate over a CTE
-# (tique/rewrite/snapshot.py, _newest_by_aggregate), so the two forms are compared.
-SCAN_BESIDE_SUBQUERY = "SELECT k, v, n FROM kv AS a WHERE EXISTS (SELECT 1 FROM kv AS b WHERE b.k = a.k) ORDER BY k"
-
-
-def test_scan_forms_read_the_same_versions(connect: Connect, engine: str) -> None:
-    _setup(connect)
-    other, mine = connect(), connect(snapshot="scan")
-    ocur, cur = other.cursor(), mine.cursor()
-    if engine == "duckdb":
-        shapes = {sql: mine._plan(sql).statement.sql for sql in (SCAN, SCAN_BESIDE_SUBQUERY)}
-        assert "arg_max" in shapes[SCAN].lower() and "arg_max" not in shapes[SCAN_BESIDE_SUBQUERY].lower()
-    ocur.execute("UPDATE kv SET v = 'o1' WHERE k = 1")
-    ocur.execute("UPDATE kv SET v = 'o2', n = NULL WHERE k = 1")
-    ocur.execute("DELETE FROM kv WHERE k = 2")
-    ocur.execute("INSERT INTO kv VALUES (9, NULL, 9)")
-    other.commit()
-    before = _scan(cur)  # the snapshot is taken here
-    ocur.execute("UPDATE kv SET v = 'later' WHERE k = 3")  # committed after it: not seen
-    other.commit()
-    cur.execute("UPDATE kv SET v = 'mine' WHERE k = 4")
-    cur.execute("DELETE FROM kv WHERE k = 9")
-    cur.execute("INSERT INTO kv VALUES (2, 'back', NULL)")
-    expected = {**before, 4: ("mine", None), 2: ("back", None)}
-    del expected[9]
-    assert expected == {1: ("o2", None), 2: ("back", None), 3: ("v3", 3), 4: ("mine", None), 5: ("v5", 5), 6: ("v6", 6)}
-    assert _scan(cur) == expected
-    cur.execute(SCAN_BESIDE_SUBQUERY)
-    assert {k: (v, n) for k, v, n in cur.fetchall()} == expected
-    mine.commit()

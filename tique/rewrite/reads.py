@@ -325,14 +325,6 @@ def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], catalog: CatalogSna
                for ref, t in touched)
 
 
-def has_subquery_expression(tree: exp.Expression) -> bool:
-    """Whether `tree` holds a subquery used as an expression (EXISTS, IN, ANY, a scalar
-    subquery) or LATERAL: one the engine may run once per row of the query around it."""
-    return any(isinstance(node, (exp.Exists, exp.Lateral))
-               or (isinstance(node, exp.Subquery) and not isinstance(node.parent, (exp.From, exp.Join, exp.Union, exp.Subquery)))
-               for node in tree.walk())
-
-
 def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, dialect: str | None = None,
                    physical: bool = False, lateral: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
@@ -346,9 +338,6 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
     assert physical or dialect is not None, "a read's columns are resolved in its dialect"
     used = {} if physical or dialect is None else used_columns(tree, refs, catalog, dialect)
     found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral)) for ref, table in refs]
-    # DuckDB's scan snapshots share each key's newest version through a CTE, except in a
-    # statement with subquery expressions (tique/rewrite/snapshot.py, _newest_by_aggregate).
-    by_aggregate = dialect == "duckdb" and not physical and not has_subquery_expression(tree)
     for ref, table, only, key_values in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=ref.this.copy())  # as written: "MixedT" stays itself
@@ -357,8 +346,7 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
             ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
-        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only,
-                                              newest_by_aggregate=by_aggregate), alias=alias.copy())
+        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
         if chosen is not Formulation.STORAGE:  # that one is the storage table itself
             facts.snapshot(subquery, table.storage)
         carry_attached(ref, subquery)

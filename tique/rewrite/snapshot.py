@@ -6,7 +6,7 @@ from enum import Enum
 from sqlglot import exp
 
 from tique.catalog import PACKED, TableDef
-from tique.rewrite.templates import KeyHash, column, key_match, packed_key, quoted, table_template
+from tique.rewrite.templates import KeyHash, column, packed_key, quoted, table_template
 
 
 class Formulation(str, Enum):
@@ -20,7 +20,7 @@ class Formulation(str, Enum):
 
 def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
              point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None,
-             key_values: dict[str, exp.Expression] | None = None, newest_by_aggregate: bool = False) -> exp.Query:
+             key_values: dict[str, exp.Expression] | None = None) -> exp.Query:
     """The snapshot of `table` as a query. `physical` also projects the hidden row id and
     the packed key. `point`, the key values a point access pins (packed tables only),
     filters storage and cache to that key's packed value before anything is ranked: the
@@ -31,8 +31,7 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     `key_values`, what each key column equals (a lateral read: columns of the tables
     before it), filters storage and cache by their key columns before anything is
     ranked, so that each is read through its key index; a filter on the whole key keeps
-    whole partitions of the window, so the ranking is unchanged. `newest_by_aggregate`
-    (DuckDB only) gives a scan snapshot the form of _newest_by_aggregate."""
+    whole partitions of the window, so the ranking is unchanged."""
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
@@ -45,8 +44,6 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     name = "common/snapshot_rank.sql" if formulation is Formulation.RANK else "common/snapshot_scan.sql"
     (query,) = table_template(name, table, columns, key_hash, carried)
     assert isinstance(query, exp.Query)
-    if formulation is Formulation.SCAN and newest_by_aggregate and not physical:
-        _newest_by_aggregate(query, table, columns)
     if key_values is not None:
         for ref in list(query.find_all(exp.Table)):
             if ref.name in (table.storage, table.cache):
@@ -102,62 +99,6 @@ def _newest_version(query: exp.Query) -> None:
     assert outer is not None and outer.args.get("where") is not None
     kept = [c for c in outer.args["where"].this.flatten() if not any(col.name == "tq_rank" for col in c.find_all(exp.Column))]
     outer.set("where", exp.Where(this=exp.and_(*kept)))
-
-
-def _newest_by_aggregate(query: exp.Query, table: TableDef, columns: tuple[str, ...]) -> None:
-    """DuckDB's scan snapshot: each key's newest visible cached version is picked once,
-    with `arg_max(version, (tq_ord, tq_seq)) GROUP BY key` in a materialized CTE that
-    both branches read (storage anti-joined against its keys, and its versions that are
-    not deletions), instead of a `rank() = 1` window over the cache joined to the outcome
-    log, plus a second such join for the anti-join. DuckDB's operators cost milliseconds
-    each whatever their rows (partitioning, sort and hash-table set-up, hand-offs between
-    threads), and every CH-benCHmark query reads a snapshot per table while the caches
-    hold TPC-C's writes: this form has one join to the log and an aggregate where the
-    other has two joins and a window.
-    Same result: a key's versions never tie on (tq_ord, tq_seq) (see _newest_version),
-    so rank() = 1 keeps exactly the one version arg_max picks, and a storage row is
-    dropped exactly when its key has a visible cached version, i.e. a row in the CTE.
-    The version is a struct of the columns read and tq_deleted, read back by name with
-    struct_extract (no alias around can capture those names).
-    Not in a statement with a subquery expression (EXISTS, IN, a scalar subquery,
-    LATERAL; reads.replace_tables): where a correlated subquery reads columns of a
-    snapshot so formed, DuckDB (2.0) recomputes the materialized CTE over and over
-    (CH-benCHmark Q21: 1.8 s of CPU instead of 21 ms)."""
-    assert isinstance(query, exp.Union)
-    stored, outer = query.this, query.expression
-    assert isinstance(stored, exp.Select) and isinstance(outer, exp.Select)
-    cached = outer.args["from_"].this
-    assert isinstance(cached, exp.Subquery)
-    inner = cached.this
-    assert isinstance(inner, exp.Select) and len(inner.expressions) == len(columns) + 2  # the columns, tq_deleted, the rank
-    window = inner.find(exp.Window)
-    assert window is not None
-    ordered = window.args["order"].expressions
-    assert all(o.args.get("desc") for o in ordered), "newest first: a max over the order"
-    # The nodes are moved, not copied, from the tree this replaces (copies of sqlglot
-    # trees were most of this function's cost): it is this call's own.
-    version = exp.Struct(expressions=[exp.PropertyEQ(this=exp.Literal.string(name), expression=e)
-                                      for name, e in zip((*columns, "tq_deleted"), inner.expressions)])
-    rank = exp.Struct(expressions=[exp.PropertyEQ(this=exp.Literal.string(f"tq_{i}"), expression=o.this) for i, o in enumerate(ordered)])
-    newest = exp.Alias(this=exp.Anonymous(this="arg_max", expressions=[version, rank]), alias=quoted(_NEWEST))
-    inner.set("expressions", [*(column(k, "c") for k in table.match_key), newest])
-    inner.set("group", exp.Group(expressions=[column(k, "c") for k in table.match_key]))
-
-    def field(name: str) -> exp.Expression:
-        return exp.Anonymous(this="struct_extract", expressions=[column(_NEWEST), exp.Literal.string(name)])
-
-    outer.set("expressions", [exp.Alias(this=field(c), alias=quoted(c)) for c in columns])
-    outer.set("from_", exp.From(this=exp.Table(this=quoted(_VERSIONS))))
-    outer.set("where", exp.Where(this=exp.Not(this=field("tq_deleted"))))
-    side = stored.args["from_"].this.alias_or_name
-    newer = exp.Select(expressions=[exp.Literal.number(1)], from_=exp.From(this=exp.Table(this=quoted(_VERSIONS), alias=exp.TableAlias(this=quoted("c")))),
-                       where=exp.Where(this=key_match(table, "c", side)))
-    stored.set("where", exp.Where(this=exp.Not(this=exp.Exists(this=newer))))
-    query.set("with_", exp.With(expressions=[exp.CTE(this=inner, alias=exp.TableAlias(this=quoted(_VERSIONS)), materialized=True)]))
-
-
-_NEWEST = "tq_newest"
-_VERSIONS = "tq_newest_versions"
 
 
 def _is_value(node: exp.Expression) -> bool:
