@@ -250,6 +250,14 @@ DEPARTURES: tuple[Departure, ...] = (
               "MonetDB refuses an UPDATE ... FROM where several source rows match one target row "
               "('more than one match'); SQL (PostgreSQL) updates that row once",
               re.compile(r"more than one match"), _update_from_as_exists),
+    # SQL's outcome is computed from the rows a query reads (update_computation), which says
+    # whether the UPDATE leaves a duplicate key: an UPDATE that really does fails there too.
+    Departure("monetdb-update-false-key-violation", frozenset({"monetdb"}),
+              "MonetDB fails an UPDATE of some rows of a table that rows were deleted from with a key violation "
+              "although no two rows end with one key (after DELETE FROM t0 WHERE c2 = 0, UPDATE t0 SET c0 = t0.c0 "
+              "WHERE t0.c2 = 1 says 'PRIMARY KEY constraint violated'; the same UPDATE of every row passes); "
+              "SQL writes the rows",
+              re.compile(r"UPDATE: (PRIMARY KEY|UNIQUE) constraint '[^']*' violated"), _no_standard_statement, computed=True),
     Departure("monetdb-insert-select-repeated-names", frozenset({"monetdb"}),
               "MonetDB refuses an INSERT ... SELECT whose select list repeats a column name "
               "('duplicate column names in subquery column list'); SQL takes the columns by position",

@@ -833,12 +833,15 @@ class MonetDBBackend(Backend):
                     "shapes (an engine defect; natively such an INSERT ... SELECT writes nothing and reports -1 rows), "
                     "so tique cannot know the rows to write; rewrite the query, for example without its ORDER BY ... "
                     "LIMIT or its outer join")
+        if _mixed_case_types(error):
+            return ("MonetDB cannot compute a CASE whose results have different types beside a subquery that reads "
+                    "a table (an engine defect); cast each result of the CASE to one type")
         # A syntax error quotes the text the engine read: tique's rewrite, with its internal
         # names. The user's own statement follows the message (errors.describe).
         return user_terms(_QUOTED_TEXT.sub(r"\g<error> in the statement", str(error)))
 
     def refine(self, error: BaseException, target: type[errors.Error]) -> type[errors.Error]:
-        if _lost_result_set(error):
+        if _lost_result_set(error) or _mixed_case_types(error):
             return errors.NotSupportedError
         text = str(error).lower()
         if "constraint" in text and "violated" in text:
@@ -961,6 +964,14 @@ def _lost_result_set(error: BaseException) -> bool:
     of tique's INSERT ... SELECTs (see _insert_via_client) met MonetDB's defect of
     answering some query shapes with none (fuzz/departures.py, monetdb-select-without-resultset)."""
     return isinstance(error, pymonetdb.exceptions.ProgrammingError) and "didn't result in a resultset" in str(error)
+
+
+def _mixed_case_types(error: BaseException) -> bool:
+    """Whether MonetDB failed to compute a query whose CASE mixes result types beside a
+    subquery: it appends one branch's results to the other's unconverted, and its MAL
+    type check rejects that (`'bat.append' undefined`), natively too (see
+    tique/rewrite/monetdb_case.py)."""
+    return "'bat.append' undefined" in str(error)
 
 
 def _insert_of_query(sql: str) -> InsertOfQuery | None:

@@ -14,6 +14,7 @@ from sqlglot import exp
 from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, alias_of, generated_expression, qualifier_of, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
+from tique.rewrite.monetdb_case import hoist_scalars, null_safe_conditions, scalars_table
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
 from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate, holds_mark
@@ -320,7 +321,9 @@ def _assignment_cast_of_decimal(value: exp.Expression, bare: exp.Expression, tab
         return value
     if not kind.is_type(exp.DataType.Type.DECIMAL):
         return value
-    cast = _cast_branches(bare.copy(), kind)
+    # Without a subquery (rewrite_update computes the uncorrelated ones apart) the CASE is
+    # computed as SQL says: its common type, then the assignment's conversion.
+    cast = _cast_branches(bare.copy(), kind) if bare.find(exp.Subquery) is not None else exp.cast(bare.copy(), kind)
     return exp.alias_(cast, value.alias) if isinstance(value, exp.Alias) else cast
 
 
@@ -617,6 +620,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
         if tree.args.get(unsupported):
             raise NotSupportedError(describe(statement, f"UPDATE with {unsupported.upper()} is not supported on tique tables"))
     assignments: dict[str, exp.Expression] = {}
+    hoisted: list[exp.Subquery] = []  # MonetDB: the values' uncorrelated scalar subqueries (tique/rewrite/monetdb_case.py)
     for assignment in tree.expressions:
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise NotSupportedError(describe(statement, f"assignment {assignment.sql(dialect)!r} is not supported; use SET column = expression"))
@@ -632,7 +636,10 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
         if _is_default(value):
             assignments[name] = _default_value(table, name, dialect, statement, "UPDATE")
             continue
-        assignments[name] = _typed(replace_tables(value.copy(), catalog, formulation, key_hash, dialect=dialect), table, name, dialect, text_parameters=True)
+        value = value.copy()
+        if dialect == "monetdb":
+            value = null_safe_conditions(hoist_scalars(value, catalog, hoisted))
+        assignments[name] = _typed(replace_tables(value, catalog, formulation, key_hash, dialect=dialect), table, name, dialect, text_parameters=True)
     # MonetDB (11.45) answers a query whose WHERE it folds to FALSE (`c BETWEEN NULL AND -2`,
     # `c = NULL`) with one row of NULLs when a CASE of its select list holds a correlated
     # subquery: it replaces the filtered relation, which the decorrelated subquery shares,
@@ -642,6 +649,9 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
     # fence, the target's relation is no longer one the optimizer folds.
     fence = dialect == "monetdb" and any(a.expression.find(exp.Subquery) is not None for a in tree.expressions)
     source, alias = _target_source(tree, table, catalog, formulation, key_hash, dialect, fence=fence)
+    if hoisted:
+        scalars = replace_tables(scalars_table(hoisted), catalog, formulation, key_hash, dialect=dialect)
+        source = source.join(scalars, join_type="cross", copy=False)
     moves_key = any(k in assignments for k in table.key)
     if moves_key and dialect != "monetdb":
         _same_rows_twice(tree, dialect, statement)
