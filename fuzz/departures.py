@@ -245,6 +245,23 @@ def _extremes_of_no_rows_counted(tree: exp.Expression, schema: Schema) -> exp.Ex
     return standard
 
 
+def _case_conditions_null_safe(tree: exp.Expression, schema: Schema) -> exp.Expression | None:
+    """WHEN p  ->  WHEN COALESCE(p, FALSE) in each searched CASE holding a subquery: the same
+    branch for every row by SQL. MonetDB takes NULL for the whole CASE where p is NULL and
+    the CASE holds a subquery it computes through a join (a correlated one: SELECT CASE
+    WHEN t.s LIKE '_' THEN t.m ELSE (SELECT MAX(u.m) FROM t AS u WHERE u.k = t.k) END
+    answers NULL for a NULL s); given a condition that is never NULL it answers right."""
+    standard = tree.copy()
+    changed = False
+    for case in list(standard.find_all(exp.Case)):
+        if case.args.get("this") is not None or case.find(exp.Subquery, exp.Exists) is None:
+            continue
+        for branch in case.args.get("ifs") or []:
+            branch.set("this", exp.Coalesce(this=branch.this, expressions=[exp.false()]))
+            changed = True
+    return standard if changed else None
+
+
 DEPARTURES: tuple[Departure, ...] = (
     Departure("monetdb-update-from-several-matches", frozenset({"monetdb"}),
               "MonetDB refuses an UPDATE ... FROM where several source rows match one target row "
@@ -289,6 +306,11 @@ DEPARTURES: tuple[Departure, ...] = (
               "the padded table for empty (SELECT MAX(a.c) FROM t AS a LEFT JOIN e AS b ON TRUE GROUP BY b.c UNION ALL "
               "SELECT 7 over an empty e gives only 7); read through a projection, the table keeps it",
               None, _padded_tables_as_projections),
+    Departure("monetdb-case-of-subquery-null-condition", frozenset({"monetdb"}),
+              "MonetDB answers NULL for a CASE holding a correlated subquery where a WHEN condition is NULL, "
+              "instead of the next branch (SELECT CASE WHEN t.s LIKE '_' THEN t.m ELSE (SELECT MAX(u.m) FROM t AS u "
+              "WHERE u.k = t.k) END for a NULL s); WHEN COALESCE(p, FALSE) chooses as SQL does",
+              None, _case_conditions_null_safe),
     Departure("monetdb-ungrouped-min-of-descending-values", frozenset({"monetdb"}),
               "MonetDB's MIN without GROUP BY answers NULL over values in descending order followed by NULLs "
               "(INSERT 3, 1, NULL; SELECT MIN(a) gives NULL, SQL 1): it takes the last value of a column sorted "

@@ -488,3 +488,22 @@ def test_an_update_keeping_keys_after_a_delete_is_compared_with_its_computed_out
     report, _ = run_case(environment, case)
     assert report.departures == {"monetdb-update-false-key-violation": 1}
     assert not report.differences, report.differences
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_a_case_of_a_correlated_subquery_over_a_null_condition_by_the_standard(engine: str, environment: Environment) -> None:
+    """MonetDB answers NULL for a CASE holding a correlated subquery where its WHEN
+    condition is NULL; SQL (and tique) take the ELSE. With a FALSE condition the native
+    answer is SQL's, and nothing is counted."""
+    schema = Schema((Table("t0", (Column("c0", "INTEGER", True), Column("c1", "DECIMAL(10, 2)"), Column("c2", "VARCHAR")), ("c0",)),))
+    statement = ("SELECT s1.c0 AS o, CASE WHEN s1.c2 LIKE '_' THEN s1.c1 ELSE (SELECT MAX(s2.c1) FROM t0 AS s2 "
+                 "WHERE s2.c0 = s1.c0) END AS p FROM t0 AS s1")
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), schema, {"t0": [(1, Decimal("1.25"), None)]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {"monetdb-case-of-subquery-null-condition": 1} and undefined == 0, departures
+    assert expected[0] is not None and list(expected[0].outcome.rows) == [(1, Decimal("1.25"))]
+    report, _ = run_case(environment, case)
+    assert not report.differences, report.differences
+    case = _departure_case(sqlglot.parse_one(statement, read="duckdb"), schema, {"t0": [(1, Decimal("1.25"), "ab")]})
+    expected, _, undefined, departures = native_pass(environment, case)
+    assert departures == {} and undefined == 0, departures

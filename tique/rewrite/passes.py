@@ -35,6 +35,7 @@ from tique.catalog import CatalogSnapshot, normalize
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.column_names import name_columns_as_native
 from tique.rewrite.lateral import narrow_side_first
+from tique.rewrite.monetdb_case import null_safe_conditions
 from tique.rewrite.monetdb_min import reverse_ungrouped_min
 from tique.rewrite.reads import cte_references, referenced_tables, replace_tables
 from tique.rewrite.rowid import expose_rowid as _expose_rowid
@@ -195,6 +196,15 @@ def reverse_min_on_monetdb(tree: exp.Expression, context: PassContext) -> exp.Ex
     return tree
 
 
+def null_safe_case_conditions_on_monetdb(tree: exp.Expression, context: PassContext) -> exp.Expression:
+    """MonetDB: each WHEN condition of a searched CASE holding a subquery becomes
+    COALESCE(condition, FALSE), the same branch for every row, which MonetDB then chooses
+    right where the condition is NULL (tique/rewrite/monetdb_case.py)."""
+    if context.dialect == "monetdb" and isinstance(tree, _STATEMENTS):
+        return null_safe_conditions(tree)
+    return tree
+
+
 def narrow_side_first_for_lateral(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Where the engine reads join-pinned tables laterally: an inner join written with the
     pinned tique table first and its narrow partner second is read in the other order,
@@ -226,7 +236,8 @@ def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -
 
 
 PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects,
-                              narrow_side_first_for_lateral, reverse_min_on_monetdb)
+                              narrow_side_first_for_lateral, reverse_min_on_monetdb, null_safe_case_conditions_on_monetdb)
 READ: tuple[Pass, ...] = (replace_tables_with_snapshots, fence_snapshots_in_joins)
 STORAGE_READ: tuple[Pass, ...] = (read_clean_tables_from_storage, replace_tables_with_snapshots, fence_snapshots_in_joins)
-QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, reverse_min_on_monetdb, replace_tables_with_snapshots)
+QUERY_OF_DDL: tuple[Pass, ...] = (expand_views, alias_as_written, reverse_min_on_monetdb, null_safe_case_conditions_on_monetdb,
+                                   replace_tables_with_snapshots)

@@ -14,7 +14,7 @@ from sqlglot import exp
 from tique.catalog import CatalogSnapshot, PACKED, ROWID, TableDef, alias_of, generated_expression, qualifier_of, written_name
 from tique.errors import NotSupportedError, ProgrammingError, describe
 from tique.rewrite import facts
-from tique.rewrite.monetdb_case import hoist_scalars, null_safe_conditions, scalars_table
+from tique.rewrite.monetdb_case import hoist_scalars, scalars_table
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
 from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate, holds_mark
@@ -638,7 +638,7 @@ def rewrite_update(tree: exp.Update, table: TableDef, catalog: CatalogSnapshot, 
             continue
         value = value.copy()
         if dialect == "monetdb":
-            value = null_safe_conditions(hoist_scalars(value, catalog, hoisted))
+            value = hoist_scalars(value, catalog, hoisted)  # its CASEs' conditions are null-safe already (passes.PREPARE)
         assignments[name] = _typed(replace_tables(value, catalog, formulation, key_hash, dialect=dialect), table, name, dialect, text_parameters=True)
     # MonetDB (11.45) answers a query whose WHERE it folds to FALSE (`c BETWEEN NULL AND -2`,
     # `c = NULL`) with one row of NULLs when a CASE of its select list holds a correlated
