@@ -243,10 +243,20 @@ def native_pass(env: Environment, case: Case) -> tuple[list[Expected | None], di
                 first.begin()
                 second.begin()
                 computed = _computed_update(first, second, computation, engine)
-                if computed.kind != "error":
+                if computed.kind == "error":
+                    # SQL fails the statement too: the native error stands, checked as any other's
+                    first.rollback()
+                    second.rollback()
+                    first.begin()
+                    second.begin()
+                    a = first.execute(sql, params, write=statement.is_write)
+                    b = second.execute(sql, params, write=statement.is_write)
+                    departure = computation = None
+                else:
                     departures[departure.name] = departures.get(departure.name, 0) + 1
                     meaning = f"{departure.name}: {(a if a.kind == 'error' else b).error}"
-                a = b = computed
+                    a = b = computed
+            if computation is not None:
                 counted, ran = [], None
             elif departure is not None:
                 # the engine refuses what SQL means: its answer to an equivalent statement it runs by the standard
