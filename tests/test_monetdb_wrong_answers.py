@@ -682,3 +682,26 @@ def test_select_of_a_case_of_a_subquery_takes_the_next_branch_where_the_conditio
     cur.execute("SELECT k, CASE WHEN t.s LIKE '_' THEN t.m ELSE (SELECT MAX(u.m) FROM t AS u WHERE u.k = t.k) END AS o "
                 "FROM t ORDER BY k")
     assert cur.fetchall() == [(1, Decimal("1.25")), (2, Decimal("2.50")), (3, Decimal("3.75"))]
+
+
+def test_update_of_no_row_to_a_case_of_a_subquery_of_several_rows_writes_nothing(
+        engine: str, connect: Callable[..., tique.Connection]) -> None:
+    """A scalar subquery of several rows fails only where it is computed for a row: an
+    UPDATE of no row writes nothing, natively on MonetDB and PostgreSQL. tique computes an UPDATE's
+    uncorrelated scalar subqueries apart on MonetDB only where they give one row at most
+    (an aggregate), which stays so."""
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, c BIGINT, s TEXT)")
+    cur.execute("INSERT INTO t VALUES (?, ?, ?), (?, ?, ?)", (1, 10, None, 2, 20, "a"))
+    several = "UPDATE t SET c = CASE WHEN t.s = 'a' THEN (SELECT u.k FROM t AS u) ELSE t.c END WHERE t.k > 5"
+    if engine == "duckdb":  # DuckDB computes the subquery whatever the rows, natively too
+        with pytest.raises(tique.Error, match="More than one row"):
+            cur.execute(several)
+    else:
+        cur.execute(several)
+        assert cur.rowcount == 0
+    cur.execute("UPDATE t SET c = CASE WHEN t.s = 'a' THEN (SELECT MAX(u.k) FROM t AS u) ELSE t.c END WHERE t.k > 5")
+    assert cur.rowcount == 0
+    cur.execute("SELECT k, c, s FROM t ORDER BY k")
+    assert cur.fetchall() == [(1, 10, None), (2, 20, "a")]

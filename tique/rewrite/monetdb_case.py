@@ -12,7 +12,8 @@ and a window) through a union of its branches' results, and gets two things wron
 
 tique's read of an UPDATE's new rows computes its SET values, so it gives MonetDB:
 
-- each uncorrelated scalar subquery of a value, computed once in a one-row derived
+- each uncorrelated scalar subquery of a value that gives at most one row (an aggregate
+  without GROUP BY, mostly), computed once in a one-row derived
   table cross-joined to the target's rows (a scalar subquery's value does not depend on
   the row), the value reading its column: the CASE then holds no subquery and MonetDB
   computes it, its common type and the assignment's conversion as SQL says;
@@ -31,49 +32,51 @@ from tique.rewrite.templates import column, quoted
 SCALARS = "tq_scalars"
 
 
-def _inner_names(query: exp.Expression) -> set[str]:
-    """The names a column inside `query` may qualify with, naming a source of `query`
-    itself or of a query nested in it: its tables' and derived tables' aliases or names,
-    and its CTEs."""
-    names: set[str] = set()
-    for node in query.find_all(exp.Table, exp.Subquery, exp.CTE):
-        name = node.alias_or_name
-        if name:
-            names.add(name.lower())
-    return names
+def _sources(select: exp.Select) -> list[exp.Expression]:
+    """The FROM and JOIN items of `select`, and its CTEs."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if isinstance(from_, exp.From) else []
+    items += [j.this for j in select.args.get("joins") or []]
+    with_ = select.args.get("with_") or select.args.get("with")
+    items += list(with_.expressions) if isinstance(with_, exp.With) else []
+    return items
 
 
-def _inner_columns(query: exp.Expression, catalog: CatalogSnapshot) -> set[str] | None:
-    """The columns of the tique tables `query` reads, lower case; None when it reads any
-    other relation (a derived table, a CTE, a table tique does not know), whose columns
-    tique cannot list here."""
-    names: set[str] = set()
-    for ref in query.find_all(exp.Table):
-        table = catalog.table_of(ref)
+def _binds(select: exp.Select, col: exp.Column, catalog: CatalogSnapshot) -> bool | None:
+    """Whether a source of `select` surely binds `col`: True, False, or None where tique
+    cannot tell (an unqualified column beside a relation whose columns it does not know)."""
+    unknown = False
+    for source in _sources(select):
+        name = source.alias_or_name.lower()
+        if col.table:
+            if name == col.table.lower():
+                return True
+            continue
+        table = catalog.table_of(source) if isinstance(source, exp.Table) else None
         if table is None:
-            return None
-        names.update(c.lower() for c in table.user_columns)
-    if query.find(exp.CTE) is not None or any(s.alias for s in query.find_all(exp.Subquery)):
-        return None
-    return names
+            unknown = True
+        elif col.name.lower() in (c.lower() for c in table.user_columns):
+            return True
+    return None if unknown else False
 
 
 def uncorrelated(subquery: exp.Subquery, catalog: CatalogSnapshot) -> bool:
-    """Whether every column `subquery` reads surely names one of its own sources: a
-    qualified column by its qualifier, an unqualified one by being a column of a tique
-    table the subquery reads (SQL binds it to the innermost such source)."""
-    qualifiers = _inner_names(subquery.this)
-    unqualified = None
+    """Whether every column `subquery` reads surely names one of its own sources: a source
+    of the SELECT it stands in or of one around that inside the subquery (SQL binds a
+    column to the innermost source that has it), by its qualifier or, unqualified, by
+    being a column of that tique table."""
     for col in subquery.find_all(exp.Column):
-        if col.table:
-            if col.table.lower() not in qualifiers:
+        bound = False
+        select = col.find_ancestor(exp.Select)
+        while select is not None and not bound:
+            found = _binds(select, col, catalog)
+            if found is None:
                 return False
-            continue
-        if unqualified is None:
-            unqualified = _inner_columns(subquery.this, catalog)
-            if unqualified is None:
-                return False
-        if col.name.lower() not in unqualified:
+            bound = found
+            if select is subquery.this:
+                break
+            select = select.find_ancestor(exp.Select)
+        if not bound:
             return False
     return True
 
@@ -86,13 +89,31 @@ def _scalar(node: exp.Subquery) -> bool:
     return not node.alias
 
 
+def _one_row(query: exp.Expression) -> bool:
+    """Whether `query` surely gives at most one row: an aggregate without GROUP BY, a
+    SELECT without FROM, or LIMIT 1 (0). Only such a subquery is computed apart: MonetDB
+    checks a scalar subquery's rows as it joins them to the rows that read it, so one of
+    several rows fails an UPDATE of no row only once it is computed apart."""
+    if not isinstance(query, exp.Select):
+        return False
+    limit = query.args.get("limit")
+    if isinstance(limit, exp.Limit) and isinstance(limit.expression, exp.Literal) and limit.expression.this in ("0", "1"):
+        return True
+    if query.args.get("from_") is None and query.args.get("from") is None:
+        return True
+    if query.args.get("group"):
+        return False
+    return any(isinstance(node, exp.AggFunc) and node.find_ancestor(exp.Window, exp.Select) is query
+               for e in query.expressions for node in e.find_all(exp.AggFunc))
+
+
 def hoist_scalars(value: exp.Expression, catalog: CatalogSnapshot, hoisted: list[exp.Subquery]) -> exp.Expression:
     """`value` (the caller's copy, changed in place) with each outermost uncorrelated
     scalar subquery replaced by a column of SCALARS, appended to `hoisted` in order."""
     for node in list(value.find_all(exp.Subquery, bfs=True)):
         if not _directly_in(node, value):
             continue  # inside a query: goes with it, or stays with it
-        if not _scalar(node) or not uncorrelated(node, catalog):
+        if not _scalar(node) or not _one_row(node.this) or not uncorrelated(node, catalog):
             continue
         name = f"tq_s{len(hoisted)}"
         hoisted.append(node.copy())
