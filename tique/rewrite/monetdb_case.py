@@ -1,4 +1,4 @@
-"""An UPDATE's values on MonetDB: CASEs holding scalar subqueries in forms MonetDB computes.
+"""CASEs holding scalar subqueries, in forms MonetDB computes right.
 
 MonetDB (11.45) computes a CASE holding a scalar subquery whose plan holds a join (a
 correlated subquery, or any subquery over a tique table, whose snapshot is an anti-join
@@ -10,17 +10,19 @@ and a window) through a union of its branches' results, and gets two things wron
 - branches of different types fail the query (`'bat.append' undefined`): the union
   appends one type's results to the other's without converting to the common type.
 
-tique's read of an UPDATE's new rows computes its SET values, so it gives MonetDB:
+So on MonetDB:
 
-- each uncorrelated scalar subquery of a value that gives at most one row (an aggregate
-  without GROUP BY, mostly), computed once in a one-row derived
-  table cross-joined to the target's rows (a scalar subquery's value does not depend on
-  the row), the value reading its column: the CASE then holds no subquery and MonetDB
-  computes it, its common type and the assignment's conversion as SQL says;
-- each WHEN condition of a CASE still holding a (correlated) subquery as COALESCE(p,
-  FALSE), which chooses the same branch as p for every row, NULL included;
-- a CASE still mixing types beside a correlated subquery fails in the engine; its error
-  is refused in the user's terms (backends/monetdb.py, _mixed_case_types).
+- every statement's searched CASEs holding a subquery have each WHEN condition as
+  COALESCE(p, FALSE), which chooses the same branch as p for every row, NULL included
+  (null_safe_conditions, a PREPARE pass: tique/rewrite/passes.py);
+- the read of an UPDATE's new rows computes each uncorrelated scalar subquery of its
+  values that gives at most one row (an aggregate without GROUP BY, mostly) once, in a
+  one-row derived table cross-joined to the target's rows (a scalar subquery's value
+  does not depend on the row), the value reading its column (hoist_scalars,
+  tique/rewrite/writes.py): the CASE then holds no subquery and MonetDB computes it, its
+  common type and the assignment's conversion as SQL says;
+- a CASE still mixing types beside a subquery fails in the engine; its error is refused
+  in the user's terms (tique/backends/monetdb.py, _mixed_case_types).
 """
 from __future__ import annotations
 
