@@ -154,7 +154,8 @@ def test_the_pass_lists_are_what_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         assert isinstance(traced, ReadPlan)
         traced.statement  # on DuckDB the snapshot read is made on first use, not when planned
         assert ran == ["expand_views", "alias_as_written", "name_output_columns_as_native", "expose_rowid", "refuse_engine_rejects",
-                       "narrow_side_first_for_lateral", "reverse_min_on_monetdb", "replace_tables_with_snapshots", "fence_snapshots_in_joins"]
+                       "narrow_side_first_for_lateral", "reverse_min_on_monetdb", "null_safe_case_conditions_on_monetdb",
+                       "replace_tables_with_snapshots", "fence_snapshots_in_joins"]
         assert traced == plain
         monkeypatch.undo()
 
