@@ -80,15 +80,16 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   a TPC-C run: 3-4x the time of the same queries over empty caches). So during the wait
   the thread looks, LOOKS_PER_INTERVAL times an interval, at the oracle's newest commit
   (one call that registers nothing; free in process memory on DuckDB). When it has not
-  moved for PAUSE_GAPS times the mean gap between the commits since the last round
-  (bounded by a look's time and the interval: a silence that long is rare under a steady
-  load), the last round's stable timestamp is below it, and the last round ended an
-  interval ago or more, the round runs at once and the pacing starts again from it. It
-  is the same round, for any workload: it moves what is stable, and the writes it no
-  longer waits for are the ones that paused. So rounds are never closer than the
-  configured interval, as before the pacing, and only while nothing commits; one that
-  finds the stable timestamp where the last round left it (a reader older than the
-  newest commit still runs) ends at its first statement (see above).
+  moved for PAUSE_GAPS mean gaps between the commits since the last round began, and at
+  least an interval, or READS_AFTER_WRITES transactions have begun since it last moved
+  (where the oracle counts them in process memory: the workload has turned to reads),
+  and the last round's stable timestamp is below it, and the last round
+  ended an interval ago or more, the round runs at once and the pacing starts again
+  from it. It is the same round, for any workload: it moves what is stable, and the
+  writes it no longer waits for are the ones that paused. So rounds are never closer
+  than the configured interval, as before the pacing, and only while nothing commits;
+  one that finds the stable timestamp where the last round left it (a reader older
+  than the newest commit still runs) ends at its first statement (see above).
 """
 from __future__ import annotations
 
@@ -109,14 +110,17 @@ from tique.rewrite.templates import table_template, template
 
 
 CONFLICT_RETRIES = 20
-# How often the background thread looks at the oracle's newest commit during its paced wait,
-# per interval, and how many mean gaps between commits without one count as the writes
-# having paused (see the invariant): gaps that long are rare under a steady load.
+# How often the background thread looks at the oracle's newest commit during its paced
+# wait, per interval, and how many transactions begun since the newest commit, with none
+# committing meanwhile, show the workload has turned to reads (see the invariant): five in
+# a row is rare under a write load (TPC-C's read-only transactions are 8% of its mix:
+# 0.08^4 after each commit), the rule under analytics.
 LOOKS_PER_INTERVAL = 10
-PAUSE_GAPS = 5
-# ... or how many transactions begun without a commit since the newest: rare under a write
-# load (TPC-C's read-only transactions are 8% of its mix), the rule under analytics.
-READS_AFTER_WRITES = 3
+READS_AFTER_WRITES = 5
+# ... or how many mean gaps between commits, and at least an interval, without one: gaps
+# that long are rare under a steady write load, however slow (TPC-C's longest
+# transactions take a few mean gaps).
+PAUSE_GAPS = 10
 # The largest share of its time the background checkpointer spends in rounds (see the
 # invariant above): it waits at least round * (1 - share) / share between them.
 MAX_BUSY_SHARE = 0.05
@@ -555,6 +559,7 @@ class BackgroundCheckpointer(threading.Thread):
                 began = time.perf_counter()
                 waited = 0.0
                 try:
+                    pause.round_begins(time.monotonic(), self.checkpointer.newest_commit()[0])
                     report = self.checkpointer.run_once()
                     waited = report.waited
                     if not report.skipped:
@@ -567,7 +572,6 @@ class BackgroundCheckpointer(threading.Thread):
                 self.waited_s += waited
                 self.busy_s += took
                 ended = time.monotonic()
-                pause.round_ran()
                 due = ended + max(self.interval, min(took * (1 - MAX_BUSY_SHARE) / MAX_BUSY_SHARE, MAX_PACED_WAIT_S))
         finally:
             self.checkpointer.close()
@@ -591,31 +595,28 @@ class _WritePause:
     """Whether the writes have paused, from looks at the oracle (see the invariant): the
     newest commit has not moved since the last look, and either READS_AFTER_WRITES
     transactions have begun since it last moved (the workload has turned to reads; the
-    oracle counts them only in process memory, on DuckDB), or no commit came for
-    PAUSE_GAPS times the mean gap between the commits since the first look after the last
-    round (commit timestamps count the commits), and for at least one look's time and at
-    most `interval`."""
+    oracle counts them only in process memory, on DuckDB), or it has not moved for
+    PAUSE_GAPS times the mean gap between the commits since the last round began
+    (commit timestamps count the commits), and for at least an interval."""
 
     def __init__(self, now: float) -> None:
-        self.first: tuple[float, int] | None = None  # (when, newest) at the first look
+        self.since: tuple[float, int] | None = None  # (when, newest) as the last round began
         self.changed: tuple[float, int, int | None] = (now, -1, None)  # when the newest commit last moved, to what, begun then
 
+    def round_begins(self, now: float, newest: int) -> None:
+        self.since = (now, newest)
+
     def paused(self, newest: int, begun: int | None, now: float, interval: float) -> bool:
-        if self.first is None:
-            self.first = (now, newest)
         when, last, begun_then = self.changed
         if newest != last:
             self.changed = (now, newest, begun)
             return False
         if begun is not None and begun_then is not None and begun - begun_then >= READS_AFTER_WRITES:
             return True
-        since, first = self.first
-        commits = newest - first
-        gap = (when - since) / commits if commits > 0 else interval
-        return now - when >= min(max(PAUSE_GAPS * gap, interval / LOOKS_PER_INTERVAL), interval)
-
-    def round_ran(self) -> None:
-        self.first = None  # the mean gap is measured afresh, over the writes since
+        if self.since is None or newest <= self.since[1]:
+            return False  # no commit since the last round began: nothing new waits for it
+        gap = (when - self.since[0]) / (newest - self.since[1])
+        return now - when >= max(interval, PAUSE_GAPS * gap)
 
 
 _background: "weakref.WeakKeyDictionary[Backend, BackgroundCheckpointer]" = weakref.WeakKeyDictionary()
