@@ -411,3 +411,60 @@ def test_a_round_vacuums_the_caches_it_works_on_where_the_engine_needs_it(engine
     finally:
         checkpoint_again.close()
     assert wait_for(lambda: native("SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'kv_cache'") == [(True,)])
+
+
+def test_a_background_round_runs_once_the_writes_pause(connect: Connect, native: Callable[[str], list[tuple]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pacing would leave the last writes in the cache for the rest of its wait (an
+    hour here, after the first round); once nothing commits, a round runs at once and
+    empties it, so reads after a write load do not pay for a non-empty cache."""
+    import tique.checkpoint
+    from tique.checkpoint import _background
+
+    monkeypatch.setattr(tique.checkpoint, "MAX_BUSY_SHARE", 1e-9)
+    monkeypatch.setattr(tique.checkpoint, "MAX_PACED_WAIT_S", 3600.0)
+    conn = _setup(connect, rows=20)
+    bg = connect(checkpoint_interval_ms=20)
+    background = _background[bg.backend]
+    assert wait_for(lambda: background.runs > 0)  # paced: the next one an hour later
+    cur = conn.cursor()
+    for i in range(10):
+        cur.execute("UPDATE kv SET v = ? WHERE k = ?", (f"w{i}", i))
+        conn.commit()
+    assert wait_for(lambda: native("SELECT count(*) FROM kv_cache")[0][0] == 0)
+    assert background.early_runs > 0 and background.last_error is None
+    assert dict(native("SELECT k, v FROM kv_storage"))[9] == "w9"
+    cur.execute("SELECT v FROM kv WHERE k = 9")
+    assert cur.fetchall() == [("w9",)]
+    conn.commit()
+
+
+def test_the_write_pause_is_rare_under_a_steady_load_and_seen_when_it_stops() -> None:
+    """_WritePause on made-up looks (times in seconds, interval 1): commits every 0.1 s,
+    with silences of 0.9 s among them, or every 2 s, never read as a pause, nor do four
+    transactions begun between two commits; a silence of ten mean gaps does, and so do
+    five transactions begun without a commit (readers at work), at once."""
+    from tique.checkpoint import PAUSE_GAPS, READS_AFTER_WRITES, _WritePause
+
+    assert (PAUSE_GAPS, READS_AFTER_WRITES) == (10, 5)
+    pause = _WritePause(0.0)
+    pause.round_begins(0.0, 0)
+    now = 0.0
+    for step in range(1, 200):  # a commit and four transactions begun every 0.1 s, looks every 0.05 s
+        now += 1.0 if step % 20 == 0 else 0.1
+        assert not pause.paused(step, 5 * step, now, 1.0)
+        assert not pause.paused(step, 5 * step + 4, now + 0.05, 1.0)
+        assert not pause.paused(step, 5 * step + 4, now + 0.09, 1.0)
+    assert not pause.paused(199, None, now + 1.4, 1.0)  # the mean gap is about 0.14 s
+    assert pause.paused(199, None, now + 1.5, 1.0)
+    slow = _WritePause(0.0)
+    slow.round_begins(0.0, 0)
+    for step in range(1, 10):
+        assert not slow.paused(step, None, step * 2.0, 1.0)
+        assert not slow.paused(step, None, step * 2.0 + 1.9, 1.0)
+    assert not slow.paused(9, None, 37.9, 1.0) and slow.paused(9, None, 38.0, 1.0)
+    readers = _WritePause(0.0)
+    assert not readers.paused(7, 100, 0.1, 1.0)
+    assert not readers.paused(7, 104, 0.11, 1.0)
+    assert readers.paused(7, 105, 0.12, 1.0)
+    assert not readers.paused(8, 106, 0.13, 1.0)  # a commit: writes again

@@ -41,7 +41,8 @@ class TableSampler:
 
         checkpointer = _background.get(backend)
         if checkpointer is not None:
-            sample["checkpointer"] = {"rounds": checkpointer.runs, "failures": checkpointer.failures,
+            sample["checkpointer"] = {"rounds": checkpointer.runs, "early_rounds": getattr(checkpointer, "early_runs", 0),
+                                      "failures": checkpointer.failures,
                                       "busy_s": round(checkpointer.busy_s, 3),
                                       "waited_s": round(getattr(checkpointer, "waited_s", 0.0), 3)}
         return sample

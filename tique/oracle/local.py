@@ -43,6 +43,13 @@ class LocalOracle:
         with self._cond:
             return self._snapshot
 
+    @property
+    def begun(self) -> int:
+        """How many transactions have begun (the next transaction id): in process memory,
+        so the checkpointer can tell readers at work from an idle database."""
+        with self._cond:
+            return self._next_txid
+
     def begin(self, raw: Any) -> tuple[int, int]:
         with self._cond:
             txid = self._next_txid
