@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rich.console import Console
+from bench.console import report_console
 from rich.table import Table
 
 from drivers import SYSTEMS
@@ -26,7 +26,7 @@ def _tpcc_data_arguments(parser: argparse.ArgumentParser, systems: Sequence[str]
 def _demo(args: argparse.Namespace) -> int:
     from bench.bank import run_native, run_tique
 
-    console = Console()
+    console = report_console()
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="tique-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     native_path = str(workdir / "native.db")

@@ -264,9 +264,9 @@ def chart(summaries: list[dict[str, Any]], config: CompareConfig, path: Path) ->
 
 
 def compare(config: CompareConfig, console: Any = None) -> dict[str, Any]:
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     config.out_dir.mkdir(parents=True, exist_ok=True)
     started = now()
     servers = SharedServers()

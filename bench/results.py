@@ -130,7 +130,7 @@ def read(path: str | Path) -> dict[str, Any]:
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Any = None) -> None:
     """A short rich table on the terminal; numbers right-aligned."""
-    from rich.console import Console
+    from bench.console import report_console
     from rich.table import Table
 
     view = Table(title=title)
@@ -139,7 +139,7 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], con
         view.add_column(name, justify="right" if numeric else "left")
     for row in rows:
         view.add_row(*(_cell(v) for v in row))
-    (console or Console()).print(view)
+    (console or report_console()).print(view)
 
 
 def _cell(value: Any) -> str:

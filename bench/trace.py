@@ -347,14 +347,14 @@ def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float
         console: Any = None) -> Result:
     """native-`engine` and tique-`engine`, each on its own fresh database (or on `urls`),
     loaded once, traced for each of `kinds` in turn, their transactions alternating."""
-    from rich.console import Console
+    from bench.console import report_console
 
     from bench.tpcc.loader import FULL
     from drivers import system_for
 
     if engine not in ENGINES or not kinds or any(kind not in KINDS for kind in kinds):
         raise ValueError(f"engine is one of {', '.join(ENGINES)} and each kind one of {', '.join(KINDS)}")
-    console = console or Console()
+    console = console or report_console()
     scale = scale or FULL
     urls = urls or {}
     result = Result("trace", f"native-{engine} vs tique-{engine}", "", {
@@ -499,11 +499,9 @@ def show_trace(m: dict[str, Any], console: Any) -> None:
 
 def benchmark(engine: str, kinds: Sequence[str], transactions: int, warmup: float, scale: Any, checkpoint_ms: int | None,
               urls: dict[str, str], out: str | None, console: Any = None) -> Result:
-    import sys
+    from bench.console import report_console
 
-    from rich.console import Console
-
-    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    console = console or report_console()
     result = run(engine, kinds, transactions, warmup, scale, checkpoint_ms, urls, console=console)
     result.finished_at = now()
     if engine == "postgres":

@@ -120,3 +120,23 @@ def test_bench_executemany_prints_native_and_tique_side_by_side(capsys: pytest.C
     assert main(["bench", "executemany", "--system", "native-duckdb", "tique-duckdb", "--rows", "300", "--batch", "100"]) == 0
     out = capsys.readouterr().out
     assert "native-duckdb" in out and "tique-duckdb" in out and "rows/s" in out and "tique/native" in out
+
+
+def test_reports_piped_to_a_file_are_not_wrapped_at_80_columns() -> None:
+    """rich falls back to 80 columns off a terminal, which split the comparison tables' cells in
+    CI logs; the reports use a wider console there, and COLUMNS still decides when it is set."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("from bench.console import report_console\n"
+             "from rich.table import Table\n"
+             "t = Table('system', *[f'TPC-C {i} clients' for i in range(6)])\n"
+             "t.add_row('tique-monetdb', *[f'{i}.00x native' for i in range(6)])\n"
+             "report_console().print(t)\n")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    piped = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout
+    assert any("tique-monetdb" in line and "5.00x native" in line for line in piped.splitlines())
+    narrow = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env={**env, "COLUMNS": "80"},
+                            check=True).stdout
+    assert not any("tique-monetdb" in line and "5.00x native" in line for line in narrow.splitlines())

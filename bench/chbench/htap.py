@@ -179,9 +179,9 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
     the same database; writes `out` and prints a table. A tique system runs the points
     once per `analytic_workers` value (the connect option capping the engine workers of
     an analytical read): the trade-off between OLTP kept and OLAP slowed, side by side."""
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     points_wanted = sweep_points(sweep, oltp_clients, olap_clients, counts)
     if any(o < 0 or a < 0 or o + a == 0 for o, a in points_wanted):
         raise ValueError("every point needs at least one client and no negative counts")
@@ -221,9 +221,9 @@ def show(result: Result, console: Any = None) -> None:
     title = f"HTAP {result.system}: W={p['warehouses']}, {p['duration_s']:g} s per point" + (
         f", sweep {p['sweep']}" if p["sweep"] else "")
     table(title, ["OLTP", "OLAP", "workers", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s"], rows, console)
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     for point in result.metrics["points"]:
         for sample in (point["oltp"] or {}).get("error_samples", []) + point["olap"]["error_samples"]:
             console.print(f"  error ({point['oltp_clients']}+{point['olap_clients']}): {sample}")

@@ -217,9 +217,9 @@ def benchmark(system_name: str, warehouses: int = 1, repetitions: int = 5, oltp_
     """Loads (or reuses), runs TPC-C for `oltp_seconds`, times the 22 queries, writes
     `out` and prints a table. Without `checkpoint_ms` no checkpointer runs, so every
     write of the OLTP run is still in the caches when the queries read."""
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     with system_for(system_name, system, url, checkpoint_ms) as system:
         loaded = prepare(system, warehouses, scale, progress=progress, console=console)
         oltp = oltp_warmup(system, loaded, oltp_seconds, oltp_clients)
@@ -253,9 +253,9 @@ def show(result: Result, console: Any = None) -> None:
     title = (f"CH-benCHmark {result.system}: W={p['warehouses']}, {p['repetitions']} repetition(s), "
              f"after {p['oltp_seconds']:g} s of TPC-C")
     table(title, ["query", "rows", "median ms", "min ms", "max ms", "error"], rows, console)
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     caches = m.get("cache_rows")
     after = m.get("cache_rows_after")
     cached = f"; rows in tique's caches: {sum(caches.values()):,}" if caches else ""

@@ -301,9 +301,9 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
     """Loads (or reuses the load at `url`), runs, checks consistency, writes `out` and
     prints a table. `system` may be an open system (the caller closes it); otherwise one
     is opened on `url`, or on a fresh database that is removed afterwards."""
-    from rich.console import Console
+    from bench.console import report_console
 
-    console = console or Console()
+    console = console or report_console()
     if isolation is not None and not (system.through_tique if system is not None else system_name.startswith("tique-")):
         _native_level(system_name, isolation)  # refused before anything is loaded
     with system_for(system_name, system, url, checkpoint_ms) as system:
@@ -382,7 +382,7 @@ def _redacted(url: str | None) -> str | None:
 
 
 def show(result: Result, console: Any = None) -> None:
-    from rich.console import Console
+    from bench.console import report_console
 
     m, p = result.metrics, result.parameters
     rows = []
@@ -394,7 +394,7 @@ def show(result: Result, console: Any = None) -> None:
     title = (f"TPC-C {result.system} at {p.get('isolation', '?')}: W={p['warehouses']}, {p['clients']} client(s), {p['duration_s']:g} s"
              + (f", 99% on {p['contention']} warehouse(s)" if p.get("contention") else ""))
     table(title, ["type", "done", "abort%", "prio retries", "/s", "p99ms", "trips", "commits", "eng ms", "cpu ms"], rows, console)
-    console = console or Console()
+    console = console or report_console()
     console.print("per completed transaction: round trips, engine commits, ms waiting on the engine, client CPU ms"
                   " (embedded DuckDB runs in the client thread: its CPU is in both)")
     verdict_text = "not checked"
