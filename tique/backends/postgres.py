@@ -61,8 +61,11 @@ class IntAsInteger(psycopg.adapt.Dumper):
     TPC-C New-Order's 10-row order-line INSERT, whose item ids fall on either side of
     2**15, came in up to 2**10 type variants of one text, so it never reached psycopg's
     prepare threshold and was parsed and planned again on every call, and the variants
-    pushed tique's hot statements out of psycopg's cache of prepared statements. An
-    INTEGER parameter means what a SMALLINT one does wherever a SMALLINT value fits."""
+    pushed tique's hot statements out of psycopg's cache of prepared statements. The types
+    chosen are the ones PostgreSQL gives the same integer written as a literal (INTEGER,
+    then BIGINT, then NUMERIC), so a bound value means what the literal means: `SELECT ? *
+    ?` with 200 and 200 is 40,000 as `SELECT 200 * 200` is, where SMALLINT parameters
+    overflowed."""
 
     format = psycopg.pq.Format.BINARY
     _INTEGER = psycopg.postgres.adapters.get_dumper(psycopg.types.numeric.Int4, psycopg.adapt.PyFormat.BINARY)
