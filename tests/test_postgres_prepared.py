@@ -62,3 +62,17 @@ def test_integers_keep_their_values_and_widen_past_integer(connect: Callable[...
     with pytest.raises(tique.DataError):
         admin.cursor().execute("INSERT INTO s (k, v) VALUES (?, ?)", [1, 2**15])
     conn.rollback()
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_a_bound_integer_means_what_the_same_literal_means(connect: Callable[..., tique.Connection]) -> None:
+    cur = connect().cursor()
+    for a, b in [(200, 200), (2**15, 2), (-2**31, 1), (2**31, 2**31), (2**40, 3)]:
+        cur.execute(f"SELECT {a} * {b}")
+        literal = cur.fetchall()
+        literal_type = cur.description[0][1]
+        cur.execute("SELECT ? * ?", [a, b])
+        assert cur.fetchall() == literal
+        assert cur.description[0][1] == literal_type
+    with pytest.raises(tique.DataError):
+        cur.execute("SELECT ? * ?", [2**31 - 1, 2])  # INTEGER overflows, as the literals do
