@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import tique
 from tique.isolation import parse_level
+from tique.session import Counters
 from bench.runner import Client, LoadResult, run_clients
 
 ROWS = 10_000
@@ -30,6 +31,18 @@ class KeysResult(LoadResult):
     clients: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per committed transaction
     isolation: str = "engine's own (snapshot isolation)"  # the level the transactions ran at
+    # Summed over every client and every attempt (committed or aborted), as the sessions
+    # count them (tique/session.py; native through drivers/counting.py, counted alike):
+    # round trips, engine commits, engine wall ns, and the client threads' CPU seconds.
+    cost: Counters = field(default_factory=Counters)
+    client_cpu: float = 0.0
+
+    def per_commit(self) -> dict[str, float]:
+        """Round trips, engine commits, engine ms and client CPU ms per committed
+        transaction (what the aborted attempts cost is charged to the commits)."""
+        n = self.commits or 1
+        return {"round_trips": self.cost.round_trips / n, "engine_commits": self.cost.engine_commits / n,
+                "engine_ms": self.cost.engine_ns / 1e6 / n, "client_cpu_ms": self.client_cpu * 1000 / n}
 
 
 def _transaction(execute: Callable[[str, tuple], Any]) -> Callable[[random.Random], None]:
@@ -42,8 +55,30 @@ def _transaction(execute: Callable[[str, tuple], Any]) -> Callable[[random.Rando
     return run
 
 
-def _drive(system: str, clients: int, seconds: float, open_client: Callable[[], Client]) -> KeysResult:
-    return run_clients(clients, seconds, open_client, KeysResult(system=system, clients=clients))  # type: ignore[return-value]
+def _drive(system: str, clients: int, seconds: float, open_client: Callable[[], tuple[Client, Callable[[], Counters]]]) -> KeysResult:
+    """Runs the clients; each attempt's cost (its session's counters, its thread's CPU
+    time) is added to the result, so the per-transaction figures cover aborts too."""
+    result = KeysResult(system=system, clients=clients)
+    lock = threading.Lock()
+
+    def counted() -> Client:
+        (transaction, commit, rollback, aborted), counters = open_client()
+
+        def accounted(action: Callable[..., None]) -> Callable[..., None]:
+            def run(*args: Any) -> None:
+                before, cpu = counters(), time.thread_time()
+                try:
+                    action(*args)
+                finally:
+                    spent, cpu = counters() - before, time.thread_time() - cpu
+                    with lock:
+                        result.cost = result.cost + spent
+                        result.client_cpu += cpu
+            return run
+
+        return accounted(transaction), accounted(commit), accounted(rollback), aborted
+
+    return run_clients(clients, seconds, counted, result)  # type: ignore[return-value]
 
 
 # -- native MonetDB ------------------------------------------------------------------
@@ -65,15 +100,18 @@ def native_monetdb(url: str, clients: int, seconds: float) -> KeysResult:
     cur.execute("CREATE TABLE kv_native (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
     cur.execute(f"INSERT INTO kv_native SELECT value, 0 FROM sys.generate_series(1, {ROWS + 1})")
 
-    def open_client() -> Client:
-        conn = pymonetdb.connect(autocommit=False, **args)
+    def open_client() -> tuple[Client, Callable[[], Counters]]:
+        from drivers.counting import CountingConnection
+
+        conn = CountingConnection(pymonetdb.connect(autocommit=False, **args), begins_explicitly=False)
         c = conn.cursor()
 
         def execute(sql: str, params: tuple) -> Any:
             c.execute(sql.replace("kv", "kv_native").replace("?", "%s"), params)
             return c.fetchall() if c.description else None
 
-        return _transaction(execute), conn.commit, conn.rollback, (pymonetdb.exceptions.OperationalError, pymonetdb.exceptions.IntegrityError)
+        errors = (pymonetdb.exceptions.OperationalError, pymonetdb.exceptions.IntegrityError)
+        return (_transaction(execute), conn.commit, conn.rollback, errors), lambda: conn.counters
 
     try:
         return _drive("native-monetdb", clients, seconds, open_client)
@@ -136,14 +174,14 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
     backend.execute = timed  # type: ignore[method-assign]
     original_request = backend.request
 
-    def timed_request(raw: Any, statements: Any, commit: bool = False) -> Any:
+    def timed_request(raw: Any, statements: Any, commit: bool = False, **more: Any) -> Any:
         """A request of several statements (MonetDB's commit) is accounted as a phase
         named after the statements in it, e.g. `certification+write-set+other`."""
         if threading.current_thread().name == "tique-checkpointer":
-            return original_request(raw, statements, commit)
+            return original_request(raw, statements, commit, **more)
         began = time.perf_counter()
         try:
-            return original_request(raw, statements, commit)
+            return original_request(raw, statements, commit, **more)
         finally:
             elapsed = time.perf_counter() - began
             name = "+".join(dict.fromkeys(_phase_of(str(sql), params) for sql, params in statements))
@@ -152,7 +190,7 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
 
     backend.request = timed_request  # type: ignore[method-assign]
 
-    def open_client() -> Client:
+    def open_client() -> tuple[Client, Callable[[], Counters]]:
         conn = tique.connect(url, **options)
         c = conn.cursor()
 
@@ -160,7 +198,7 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
             c.execute(sql, params)
             return c.fetchall() if c.description else None
 
-        return _transaction(execute), conn.commit, conn.rollback, (tique.SerializationFailure,)
+        return (_transaction(execute), conn.commit, conn.rollback, (tique.SerializationFailure,)), lambda: conn.counters
 
     try:
         result = _drive(system, clients, seconds, open_client)
@@ -190,6 +228,11 @@ def report(rows: list[KeysResult]) -> str:
         for name, r in systems.items():
             if native is not None and r is not native and native.throughput:
                 lines.append(f"{clients:>3} clients: {name} commits/s = {r.throughput / native.throughput:.1f}x {native.system}")
+    lines.append("per committed transaction (aborted attempts included): round trips, engine commits, engine ms, client CPU ms")
+    for r in rows:
+        c = r.per_commit()
+        lines.append(f"  {r.system:<16}{r.clients:>3} clients: {c['round_trips']:6.2f} rt {c['engine_commits']:5.2f} commits "
+                     f"{c['engine_ms']:7.2f} engine ms {c['client_cpu_ms']:6.2f} client CPU ms")
     for r in rows:
         if r.phases:
             total = sum(r.phases.values())
@@ -207,6 +250,6 @@ def save(rows: list[KeysResult], path: str, parameters: dict[str, Any]) -> None:
     result.metrics = {"runs": [{"system": r.system, "isolation": r.isolation, "clients": r.clients, "commits": r.commits,
                                 "aborts": r.aborts, "seconds": r.seconds, "commits_per_s": r.throughput,
                                 "abort_rate": r.abort_rate, "p50_ms": r.percentile(0.5) * 1000,
-                                "p99_ms": r.percentile(0.99) * 1000, "phases_ms": {k: v * 1000 for k, v in r.phases.items()}}
+                                "p99_ms": r.percentile(0.99) * 1000, "per_commit": r.per_commit(), "phases_ms": {k: v * 1000 for k, v in r.phases.items()}}
                                for r in rows]}
     write(result, path)

@@ -95,6 +95,23 @@ def test_bench_keys_runs_at_a_chosen_level_and_records_it(tmp_path: Path, capsys
     assert run["system"] == "tique-duckdb" and run["isolation"] == "READ COMMITTED" and run["commits"] > 0
 
 
+def test_bench_keys_on_monetdb_accounts_each_transaction_like_for_like(monetdb_server: object, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Native and tique on one MonetDB server, each committed transaction's cost counted
+    by its session: native commits once in 5 round trips (2 reads, 2 updates, commit);
+    tique's writer commits its writes with its write-set once, and its outcome row once."""
+    url = f"{monetdb_server.url}?schema=tique_keys_bench"  # type: ignore[attr-defined]
+    out = tmp_path / "keys.json"
+    assert main(["bench", "keys", "--monetdb", url, "--clients", "1", "--seconds", "1", "--out", str(out)]) == 0
+    assert "per committed transaction" in capsys.readouterr().out
+    runs = {run["system"]: run for run in json.loads(out.read_text())["metrics"]["runs"]}
+    native, tq = runs["native-monetdb"], runs["tique-monetdb"]
+    assert native["commits"] > 0 and tq["commits"] > 0 and tq["aborts"] == 0
+    assert native["per_commit"]["round_trips"] == 5 and native["per_commit"]["engine_commits"] == 1
+    assert tq["per_commit"]["engine_commits"] == 2
+    assert tq["per_commit"]["engine_ms"] > 0 and tq["per_commit"]["client_cpu_ms"] > 0
+
+
 def _subcommand_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every command path of the parser: (), ("bench",), ("bench", "tpcc"), ..."""
     paths = [prefix]
