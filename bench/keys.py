@@ -204,7 +204,10 @@ def tique_system(url: str, clients: int, seconds: float, system: str, **options:
         result = _drive(system, clients, seconds, open_client)
         result.isolation = setup.isolation_level.value if "isolation_level" not in options else parse_level(options["isolation_level"]).value
     finally:
+        # The wrappers are instance attributes over the class's methods: removing them
+        # restores the backend for whoever uses it next.
         del backend.execute
+        del backend.request
         from tique.checkpoint import stop_background_checkpointer
         stop_background_checkpointer(backend)
         setup.close()
