@@ -603,17 +603,22 @@ def test_update_to_a_case_of_an_uncorrelated_subquery_writes_it_where_the_condit
         assert cur.fetchall() == [(Decimal("1.00"),)]
 
 
+def _three_rows_one_with_a_null_text(connect: Callable[..., tique.Connection]) -> Any:
+    """Table t (k, m, s): s is NULL, one character, two characters; a cursor on it."""
+    cur = connect(autocommit=True).cursor()
+    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, m DECIMAL(10, 2), s TEXT)")
+    cur.execute("INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)",
+                (1, Decimal("1.25"), None, 2, Decimal("2.50"), "a", 3, Decimal("3.75"), "bb"))
+    return cur
+
+
 def test_update_to_a_case_of_a_correlated_subquery_takes_the_else_where_the_condition_is_null(
         engine: str, connect: Callable[..., tique.Connection]) -> None:
     """A CASE whose WHEN condition is NULL takes its ELSE; MonetDB (11.45) answers NULL
     there when the CASE holds a correlated subquery (natively too, in a SELECT). Through
     tique the UPDATE writes the ELSE's value, or the subquery's where the condition
     chooses it."""
-    conn = connect(autocommit=True)
-    cur = conn.cursor()
-    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, m DECIMAL(10, 2), s TEXT)")
-    cur.execute("INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)",
-                (1, Decimal("1.25"), None, 2, Decimal("2.50"), "a", 3, Decimal("3.75"), "bb"))
+    cur = _three_rows_one_with_a_null_text(connect)
     cur.execute("UPDATE t SET m = CASE WHEN t.s LIKE '_' THEN t.m ELSE (SELECT MAX(s.m) + 1 FROM t AS s WHERE s.k = t.k) END")
     assert cur.rowcount == 3
     cur.execute("SELECT k, m FROM t ORDER BY k")
@@ -672,11 +677,7 @@ def test_select_of_a_case_of_a_subquery_takes_the_next_branch_where_the_conditio
     AS u) ELSE 3 END` over a NULL s is 3 by SQL and natively (its subquery reads one table);
     through tique's snapshot MonetDB answered NULL. A correlated subquery, which MonetDB
     answers NULL natively too, reads as SQL says as well; the names stay native."""
-    conn = connect(autocommit=True)
-    cur = conn.cursor()
-    cur.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, m DECIMAL(10, 2), s TEXT)")
-    cur.execute("INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)",
-                (1, Decimal("1.25"), None, 2, Decimal("2.50"), "a", 3, Decimal("3.75"), "bb"))
+    cur = _three_rows_one_with_a_null_text(connect)
     cur.execute("SELECT k, CASE WHEN t.s LIKE '_' THEN (SELECT COUNT(*) FROM t AS u) ELSE 3 END AS o FROM t ORDER BY k")
     assert cur.fetchall() == [(1, 3), (2, 3), (3, 3)]
     cur.execute("SELECT k, CASE WHEN t.s LIKE '_' THEN t.m ELSE (SELECT MAX(u.m) FROM t AS u WHERE u.k = t.k) END AS o "
