@@ -4,13 +4,7 @@
 DELETE FROM storage_table
 WHERE EXISTS (
   SELECT 1
-  FROM (
-    SELECT TQ_KEY(c), c.tq_deleted,
-           rank() OVER (PARTITION BY TQ_KEY(c) ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rank
-    FROM cache_table AS c
-    JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
-    WHERE o.cts <= CAST(:tq_stable AS BIGINT)
-  ) AS tq_stable_versions
+  FROM stable_versions AS tq_stable_versions
   WHERE tq_stable_versions.tq_rank = 1 AND tq_stable_versions.tq_deleted
     AND TQ_KEY_MATCH(tq_stable_versions, storage_table)
 )

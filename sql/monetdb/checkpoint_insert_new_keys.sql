@@ -5,12 +5,6 @@
 -- rows: see tique/rewrite/snapshot.py).
 INSERT INTO storage_table (TQ_COLUMNS())
 SELECT TQ_COLUMNS()
-FROM (
-  SELECT TQ_COLUMNS(c), c.tq_deleted,
-         rank() OVER (PARTITION BY TQ_KEY(c) ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rank
-  FROM cache_table AS c
-  JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
-  WHERE o.cts <= CAST(:tq_stable AS BIGINT)
-) AS tq_stable_versions
+FROM stable_versions AS tq_stable_versions
 WHERE tq_rank = 1 AND NOT tq_deleted
   AND NOT EXISTS (SELECT 1 FROM storage_table AS s WHERE TQ_KEY_MATCH(s, tq_stable_versions))

@@ -6,6 +6,8 @@ expands to the columns the template projects (qualified by `a` when given);
 `TQ_KEY(a)` to the columns the versions of one row share (the packed key where there is
 one); `TQ_KEY_MATCH(a, b)` to equality of the two sides' keys; `TQ_KEY_HASH(a)` to the
 engine's write-set hash of the key. `:tq_*` placeholders are per-transaction values.
+A table named after a file of `sql/fragments/` (`FROM stable_versions AS v`) stands for
+that file's query, so templates share a subquery instead of repeating it.
 """
 from __future__ import annotations
 
@@ -37,10 +39,21 @@ def template_text(name: str) -> str:
     return (sql_dir() / name).read_text()
 
 
+def _inline_fragments(tree: exp.Expression) -> None:
+    """Each table of `tree` named after a fragment file becomes that query, keeping the alias."""
+    fragments = sql_dir() / "fragments"
+    for table in list(tree.find_all(exp.Table)):
+        if table.db or not (fragments / f"{table.name}.sql").is_file():
+            continue
+        (query,) = _parsed(f"fragments/{table.name}.sql")
+        table.replace(exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name))))
+
+
 @functools.cache
 def _parsed(name: str) -> tuple[exp.Expression, ...]:
     trees = tuple(t for t in sqlglot.parse(template_text(name), read=TEMPLATE_DIALECT) if t is not None)
     for tree in trees:
+        _inline_fragments(tree)
         forget_positions(tree)
         for node in tree.walk():  # the comments document the files; they would only bloat every statement
             node.comments = None
