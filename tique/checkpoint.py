@@ -495,7 +495,7 @@ class Checkpointer:
 def _update_in_place(table: TableDef, backend: Backend) -> list[Compiled]:
     """The UPDATE of step 1 for a table the checkpointer updates in place (see
     sql/monetdb/checkpoint_update_storage.sql): every column but the key's takes the
-    newest stable version's value. None when the key is every column (nothing to set)."""
+    newest stable version's value; no statement when the key is every column (nothing to set)."""
     (tree,) = table_template("monetdb/checkpoint_update_storage.sql", table, table.physical_columns, backend.key_hash)
     kept = set(table.key) | set(table.match_key)
     assignments = [exp.EQ(this=exp.column(c, quoted=True), expression=exp.column(c, "tq_stable_versions", quoted=True))
