@@ -342,11 +342,11 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=ref.this.copy())  # as written: "MixedT" stays itself
         if key_values is not None:
-            query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values)
+            query = snapshot(table, Formulation.RANK, key_hash, physical=physical, only=only, key_values=key_values, dialect=dialect)
             ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
-        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only), alias=alias.copy())
+        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only, dialect=dialect), alias=alias.copy())
         if chosen is not Formulation.STORAGE:  # that one is the storage table itself
             facts.snapshot(subquery, table.storage)
         carry_attached(ref, subquery)

@@ -20,7 +20,7 @@ class Formulation(str, Enum):
 
 def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, physical: bool = False,
              point: list[exp.Expression] | None = None, only: tuple[str, ...] | None = None,
-             key_values: dict[str, exp.Expression] | None = None) -> exp.Query:
+             key_values: dict[str, exp.Expression] | None = None, dialect: str | None = None) -> exp.Query:
     """The snapshot of `table` as a query. `physical` also projects the hidden row id and
     the packed key. `point`, the key values a point access pins (packed tables only),
     filters storage and cache to that key's packed value before anything is ranked: the
@@ -31,7 +31,8 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     `key_values`, what each key column equals (a lateral read: columns of the tables
     before it), filters storage and cache by their key columns before anything is
     ranked, so that each is read through its key index; a filter on the whole key keeps
-    whole partitions of the window, so the ranking is unchanged."""
+    whole partitions of the window, so the ranking is unchanged. `dialect` picks the
+    engine's own form of a template where it has one."""
     if formulation is Formulation.AUTO:
         raise ValueError("choose a concrete formulation before building a snapshot")
     columns = table.physical_columns if physical else table.user_columns
@@ -41,7 +42,9 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
     if only is not None and not physical:
         columns = only
         carried = tuple(c for c in table.physical_columns if c in only or c in table.match_key)
-    name = "common/snapshot_rank.sql" if formulation is Formulation.RANK else "common/snapshot_scan.sql"
+    # MonetDB ranks the cache versions of the visible transactions only (its template says why).
+    rank = "monetdb/snapshot_rank.sql" if dialect == "monetdb" else "common/snapshot_rank.sql"
+    name = rank if formulation is Formulation.RANK else "common/snapshot_scan.sql"
     (query,) = table_template(name, table, columns, key_hash, carried)
     assert isinstance(query, exp.Query)
     if key_values is not None:
