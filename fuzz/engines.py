@@ -192,7 +192,7 @@ def timed_out(error: BaseException) -> bool:
 class NativeMonetDB(Native):
     engine = "monetdb"
 
-    def __init__(self, url: str, schema: str) -> None:
+    def __init__(self, url: str, schema: str, timeout_s: float = NATIVE_MONETDB_TIMEOUT_S) -> None:
         import pymonetdb
 
         parts = urlsplit(url)
@@ -205,7 +205,8 @@ class NativeMonetDB(Native):
         # no query timeout then: the run stops with the statement rather than wait forever.
         sock = getattr(getattr(self.conn, "mapi", None), "sock", None)
         if sock is not None:
-            sock.settimeout(NATIVE_MONETDB_TIMEOUT_S)
+            sock.settimeout(timeout_s)
+        self.timeout_s = timeout_s
 
     def execute(self, sql: str, params: Sequence[Any], *, write: bool) -> Outcome:
         try:
@@ -216,18 +217,26 @@ class NativeMonetDB(Native):
             names = tuple(d[0] for d in cur.description or ())
             return Outcome("rows", names, tuple(tuple(r) for r in cur.fetchall()))
         except TimeoutError as error:
-            raise RuntimeError(f"native MonetDB gave no answer in {NATIVE_MONETDB_TIMEOUT_S} s to: {sql}") from error
+            raise RuntimeError(f"native MonetDB gave no answer in {self.timeout_s} s to: {sql}") from error
         except Exception as error:
             return _error(error)
 
+    def _control(self, sql: str) -> None:
+        """A transaction-control statement, which names itself if MonetDB never answers it
+        (as execute does for the case's statements)."""
+        try:
+            self.conn.cursor().execute(sql)
+        except TimeoutError as error:
+            raise RuntimeError(f"native MonetDB gave no answer in {self.timeout_s} s to: {sql}") from error
+
     def begin(self) -> None:
-        self.conn.cursor().execute("START TRANSACTION")
+        self._control("START TRANSACTION")
 
     def commit(self) -> None:
-        self.conn.cursor().execute("COMMIT")
+        self._control("COMMIT")
 
     def rollback(self) -> None:
-        self.conn.cursor().execute("ROLLBACK")
+        self._control("ROLLBACK")
 
     def close(self) -> None:
         try:

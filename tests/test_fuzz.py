@@ -360,6 +360,36 @@ def test_a_statement_monetdb_never_answers_stops_the_run() -> None:
         server.stop()
 
 
+@pytest.mark.parametrize("control", ["rollback", "begin", "commit"])
+def test_a_transaction_control_native_monetdb_never_answers_names_itself(control: str) -> None:
+    """The fuzzer's native MonetDB sessions stop a run on a statement MonetDB never answers
+    with that statement's text, transaction control included (a run once stopped with a
+    bare "timed out" between a case's statements)."""
+    import os
+    import signal
+
+    from drivers.monetdb_server import MonetDBServer
+    from fuzz.engines import NativeMonetDB
+
+    try:
+        server = MonetDBServer()
+    except FileNotFoundError as reason:
+        pytest.skip(str(reason))
+    try:
+        native = NativeMonetDB(server.url.split("?", 1)[0], "native_control", timeout_s=3)
+        if control == "commit":
+            native.begin()
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            statement = {"rollback": "ROLLBACK", "begin": "START TRANSACTION", "commit": "COMMIT"}[control]
+            with pytest.raises(RuntimeError, match=f"no answer in 3 s to: {statement}$"):
+                getattr(native, control)()
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("engine", ["monetdb"])
 def test_an_update_assigning_columns_is_compared_with_its_computed_outcome(engine: str, environment: Environment) -> None:
     """MonetDB's UPDATE fails here by the key as SQL does, but the equivalent that reads
