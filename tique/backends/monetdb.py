@@ -426,13 +426,17 @@ class MonetDBBackend(Backend):
             return
         analytic.busy_checked_at = now
         if raw.main_session_id is None:
-            with raw.round_trip():
-                cur = raw.conn.cursor()
-                cur.execute("SELECT current_sessionid()")
-                raw.main_session_id = int(cur.fetchone()[0])
+            try:
+                with raw.round_trip():
+                    cur = raw.conn.cursor()  # not raw.cursor(): held inserts stay held
+                    cur.execute("SELECT current_sessionid()")
+                    raw.main_session_id = int(cur.fetchone()[0])
+            except pymonetdb.Error:  # its engine transaction failed: asked again next time
+                pass
         cur = analytic.conn.cursor()
         with analytic.round_trip():
-            cur.execute(_OTHER_WORK, [raw.main_session_id, int(self.busy_window_s)])
+            # Until the main session's id is known it counts as other work: capped, as before.
+            cur.execute(_OTHER_WORK, [-1 if raw.main_session_id is None else raw.main_session_id, int(self.busy_window_s)])
             busy = bool(cur.fetchone()[0])
         wanted = self._half_the_threads(analytic) if busy else 0
         if wanted != analytic.worker_limit:
