@@ -337,6 +337,10 @@ class MonetDBBackend(Backend):
     # seconds), and how often an analytical session looks again.
     busy_window_s = 2
     busy_recheck_s = 1.0
+    # Analytical reads count the caches they read and read the empty ones' storage alone
+    # (empty_caches); a cache found holding rows is not counted again for this long.
+    counts_caches = True
+    nonempty_recheck_s = 1.0
 
     def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()
@@ -354,6 +358,7 @@ class MonetDBBackend(Backend):
         self.packs_keys = packed_keys  # and the server has HUGEINT, probed at install
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
         self._server_threads: int | None = None  # gdk_nr_threads, read once
+        self._nonempty_seen: dict[str, float] = {}  # cache table -> when a count last found rows in it
 
     # -- connections -----------------------------------------------------------
     def open(self, counters: Counters | None = None) -> Session:
@@ -389,6 +394,35 @@ class MonetDBBackend(Backend):
         if raw.analytic_workers == "auto":
             self._adapt_worker_limit(raw, raw.analytic)
         return raw.analytic
+
+    def empty_caches(self, raw: Session, caches: dict[str, str]) -> frozenset[str]:
+        """One request on the analytical session (where the read will run): the row count
+        of each cache not seen holding rows in the last nonempty_recheck_s (a count of a
+        MonetDB table reads its size, not its rows). Under a steady write load the caches
+        a read names hold rows, and a read that counted them would pay the request for
+        nothing: those are taken to hold rows, which only means reading them through
+        their snapshots."""
+        if raw.schema_change:
+            return frozenset()  # inside atomic() reads run on the main session
+        now = time.monotonic()
+        asked = {name: cache for name, cache in caches.items()
+                 if now - self._nonempty_seen.get(cache, -math.inf) >= self.nonempty_recheck_s}
+        if not asked:
+            return frozenset()
+        counts = exp.select(*[exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Table(this=exp.to_identifier(cache, quoted=True))))
+                              for cache in asked.values()])
+        analytic = self._analytic_session(raw)
+        with analytic.round_trip():
+            cur = analytic.conn.cursor()
+            cur.execute(counts.sql(self.dialect))
+            row = cur.fetchone()
+        empty = set()
+        for (name, cache), count in zip(asked.items(), row):
+            if int(count) == 0:
+                empty.add(name)
+            else:
+                self._nonempty_seen[cache] = now
+        return frozenset(empty)
 
     def _set_worker_limit(self, analytic: Session, limit: int) -> None:
         with analytic.round_trip():
