@@ -890,8 +890,10 @@ class Connection:
 
     def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple, sql: str, analytic: bool = False) -> Compiled:
         """The read's statement, reading from storage directly the tables whose caches are
-        known empty, and those it reads one key of that no transaction has versions of
-        in the cache (a variant planned once per set of such tables)."""
+        known empty (an embedded engine's CacheState, or the engine asked by an analytical
+        read that runs on the analytical session: _empty_caches), and those it reads one
+        key of that no transaction has versions of in the cache (a variant planned once
+        per set of such tables)."""
         if self._fold_snapshot:
             return self._read_at_statement_snapshot(plan, sql)
         state = self._backend.cache_state
