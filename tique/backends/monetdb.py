@@ -1115,7 +1115,7 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
     direct = all(isinstance(star.parent, exp.Count) for star in facts.find_outside_snapshots(tree, exp.Star))
     swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in facts.find_outside_snapshots(tree, exp.Subquery):
-        storage = facts.snapshot_of(node)
+        storage = facts.snapshot_of(node) or facts.storage_read_of(node)
         if storage is None:
             continue
         alias = node.args["alias"]
