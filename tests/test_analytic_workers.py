@@ -2,7 +2,7 @@
 engine, so that analytics cannot starve the point transactions beside them."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -46,8 +46,29 @@ def _worker_limit(conn: tique.Connection) -> int:
     return int(cur.fetchone()[0])
 
 
+def _server_threads(connect: Connect) -> int:
+    cur = connect().cursor()
+    cur.execute("SELECT CAST(value AS INTEGER) FROM sys.env() WHERE name = 'gdk_nr_threads'")
+    return int(cur.fetchone()[0])
+
+
+@pytest.fixture
+def busy_window(connect: Connect) -> Iterator[Callable[[float], None]]:
+    """Sets how recently another session must have run a statement for "auto" to count
+    the engine as busy, looked at on every analytical read; restored after the test."""
+    backend: Any = type(connect().backend)
+    saved = backend.busy_window_s, backend.busy_recheck_s
+
+    def set_window(seconds: float) -> None:
+        backend.busy_window_s, backend.busy_recheck_s = seconds, 0.0
+
+    yield set_window
+    backend.busy_window_s, backend.busy_recheck_s = saved
+
+
 @pytest.mark.parametrize("engine", ["monetdb"])
-def test_monetdb_limits_the_analytic_sessions_workers(connect: Connect) -> None:
+def test_monetdb_limits_the_analytic_sessions_workers(connect: Connect, busy_window: Callable[[float], None]) -> None:
+    busy_window(3600)  # the sessions this test opens count as other work for "auto"
     scan = "SELECT count(*) FROM facts WHERE v > 0"
     limits = {}
     for option in (1, "auto", None):
@@ -58,10 +79,36 @@ def test_monetdb_limits_the_analytic_sessions_workers(connect: Connect) -> None:
         cur.execute(scan)
         assert cur.fetchall() == [(160,)]
         limits[option] = _worker_limit(conn)
-    cur = connect().cursor()
-    cur.execute("SELECT CAST(value AS INTEGER) FROM sys.env() WHERE name = 'gdk_nr_threads'")
-    threads = cur.fetchone()[0]
+    threads = _server_threads(connect)
     assert limits == {1: 1, "auto": max(1, threads // 2), None: 0}  # 0: MonetDB's own, every core
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_monetdb_auto_caps_only_beside_other_work(connect: Connect, busy_window: Callable[[float], None]) -> None:
+    """"auto" keeps a share of the engine for other sessions' work; with no other session
+    at work an analytical read gets every core (CH-benCHmark on its own), and the cap
+    comes back as soon as another session works again."""
+    busy_window(3600)
+    threads = _server_threads(connect)  # its connection stays open: other work, for now
+    conn = connect()
+    _facts(conn)
+    scan = "SELECT count(*) FROM facts WHERE v > 0"
+    cur = conn.cursor()
+    cur.execute(scan)
+    assert cur.fetchall() == [(160,)]
+    assert _worker_limit(conn) == max(1, threads // 2)
+    # Only a statement running now counts (MonetDB keeps the whole second a session went
+    # idle): the other sessions here are all idle.
+    busy_window(0)
+    cur.execute(scan)
+    assert cur.fetchall() == [(160,)]
+    assert _worker_limit(conn) == 0  # MonetDB's own: every core
+    other = connect()
+    other.cursor().execute("SELECT count(*) FROM facts WHERE k = 3")  # a point read: not analytic
+    busy_window(3600)
+    cur.execute(scan)
+    assert cur.fetchall() == [(160,)]
+    assert _worker_limit(conn) == max(1, threads // 2)
 
 
 @pytest.mark.parametrize("bad", [0, -2, "half", 1.5])

@@ -873,7 +873,7 @@ class Connection:
             # A read that needs this transaction's uncommitted writes runs on the
             # session holding them; others may run where analytics run best.
             analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
-            statement = self._read_statement(plan, txn, params, sql)
+            statement = self._read_statement(plan, txn, params, sql, analytic)
             result = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
             if result[1] is None and result[2] < 0:  # neither rows nor a count of rows written
                 raise self._no_result_set(sql)
@@ -888,13 +888,17 @@ class Connection:
             txn.read_set = ReadSet()
         txn.read_set.note(shape, params)
 
-    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple, sql: str) -> Compiled:
+    def _read_statement(self, plan: ReadPlan, txn: Transaction, params: tuple, sql: str, analytic: bool = False) -> Compiled:
         """The read's statement, reading from storage directly the tables whose caches are
-        known empty, and those it reads one key of that no transaction has versions of
-        in the cache (a variant planned once per set of such tables)."""
+        known empty (an embedded engine's CacheState, or the engine asked by an analytical
+        read that runs on the analytical session: _empty_caches), and those it reads one
+        key of that no transaction has versions of in the cache (a variant planned once
+        per set of such tables)."""
         if self._fold_snapshot:
             return self._read_at_statement_snapshot(plan, sql)
         state = self._backend.cache_state
+        if state is None and plan.source is not None and self._backend.counts_caches and analytic:
+            return plan.variant(self._empty_caches(plan, txn))
         if state is None or plan.source is None:
             return plan.statement
         since = txn.engine_epoch if txn.engine_open else None
@@ -903,6 +907,39 @@ class Connection:
                            plan.source, self._snapshot, self._backend.dialect, params)
         clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
         return plan.variant(frozenset(clean))
+
+    def _empty_caches(self, plan: ReadPlan, txn: Transaction) -> frozenset[str]:
+        """The tables of an analytical read (on the analytical session, which holds no
+        engine transaction) that it may read from storage alone: those whose caches the
+        engine, asked on that session after this transaction's begin, finds without a
+        row, and that this transaction has not written.
+
+        Why storage alone is then the snapshot: every transaction with a commit timestamp
+        at or below this one's start timestamp had appended its versions to the caches
+        before that snapshot was published, so before the begin, and the count comes
+        after it; a cache without a row has had all of them moved to storage and purged
+        by the checkpointer. And storage holds nothing newer than the snapshot, then or
+        later: the checkpointer moves only versions at or below the stable timestamp,
+        which stays at or below the start timestamp of every running transaction, this
+        one's included (tique/checkpoint.py). Rows appended to the cache after the count
+        are of transactions this one cannot see (they commit later, above its snapshot),
+        and its own writes are excluded (txn.written)."""
+        if isinstance(txn.txid, Unbound) or isinstance(txn.sts, Unbound):
+            return frozenset()  # the begin has not run yet: nothing can be decided
+        caches = {}
+        for name in plan.tables:
+            table = self._snapshot.table(name)
+            if table is not None and name not in txn.written:
+                caches[name] = table.cache
+        if not caches:
+            return frozenset()
+        try:
+            with step(self._raw, "empty caches"):
+                return self._backend.empty_caches(self._raw, caches)
+        except errors.Error:
+            raise
+        except Exception as error:
+            raise self._backend.translate(error, "SELECT") from error
 
     def _read_at_statement_snapshot(self, plan: ReadPlan, sql: str) -> Compiled:
         """READ COMMITTED: the read with the oracle's newest snapshot computed in its own

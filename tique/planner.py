@@ -454,8 +454,10 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
-    # Kept where reads have variants: DuckDB's storage reads, PostgreSQL's READ COMMITTED reads.
-    source = tree.copy() if backend.cache_state is not None or backend.statement_snapshot_expression() is not None else None
+    # Kept where reads have variants: DuckDB's storage reads, MonetDB's analytical reads of
+    # empty caches, READ COMMITTED's reads.
+    storage_variants = backend.cache_state is not None or (backend.counts_caches and analytic)
+    source = tree.copy() if storage_variants or backend.statement_snapshot_expression() is not None else None
     reads = query_shape(tree, context.catalog, backend.dialect)
     if source is None:
         statement = backend.compile(passes.run(passes.READ, tree, context), owned=True)
@@ -471,7 +473,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
             raise NotSupportedError(describe(context.statement, f"not supported through tique: {error}")) from None
 
     plan = ReadPlan(params, names, analytic, source, reads=reads, build=build)
-    if backend.cache_state is None:
+    if not storage_variants:
         plan.variant(frozenset())  # no storage variants here: the snapshot read is what every execution runs
     return plan
 

@@ -207,6 +207,16 @@ class Backend(ABC):
     # transactions are snapshot isolated, so what they see of tq_outcome is fixed at begin.
     engine_reads_later_commits: bool = False
 
+    # Whether an analytical read asks the engine which of its tables' caches hold no row
+    # (empty_caches) and reads those from storage alone, where no CacheState can know it.
+    counts_caches: bool = False
+
+    def empty_caches(self, raw: Any, caches: dict[str, str]) -> frozenset[str]:
+        """Of `caches` (table name -> its cache table), the tables whose caches hold no
+        committed row, asked on the session an analytical read runs on; see
+        Connection._read_statement for when that may be used."""
+        return frozenset()
+
     def statement_snapshot_expression(self) -> exp.Expression | None:
         """SQL for the oracle's newest snapshot that a READ COMMITTED read can carry in
         place of a bound snapshot timestamp, saving the request that would fetch it; every

@@ -13,6 +13,7 @@ import logging
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
@@ -44,6 +45,10 @@ class _NoConnectLog(logging.Filter):
 logging.getLogger("pymonetdb.mapi").addFilter(_NoConnectLog())
 
 PREPARE_THRESHOLD = 2  # executions of one text before it is prepared server-side
+# Whether any session but the asking connection's two ran a statement in the last %s
+# seconds (MonetDBBackend._adapt_worker_limit).
+_OTHER_WORK = ("SELECT count(*) FROM sys.sessions WHERE sessionid <> current_sessionid() AND sessionid <> %s "
+               "AND (idle IS NULL OR idle >= localtimestamp() - CAST(%s AS INTEGER) * INTERVAL '1' SECOND)")
 OLTP_PIPE, OLAP_PIPE = "minimal_fast", "default_pipe"
 _DOLLAR = re.compile(r"\$(\d+)")
 _TOKEN = re.compile(r"__tqp_(\w+?)__")
@@ -245,6 +250,13 @@ class Session(BaseSession):
     # _ColumnRule), so an error still surfaces at the statement that caused it.
     held: list[tuple[str, list]] = field(default_factory=list)
     catalog_version: int | None = None  # as of the transaction's begin; keys column_rules
+    # The "auto" worker cap of an analytical session (MonetDBBackend._adapt_worker_limit):
+    # the limit set on the server (0: none), when the engine was last looked
+    # at for other work (time.monotonic()), and the main session's id, which is this
+    # connection's own and never counts as other work.
+    worker_limit: int = 0
+    busy_checked_at: float = -math.inf
+    main_session_id: int | None = None
     column_rules: dict[tuple[str, str, int | None], tuple["_ColumnRule", ...] | None] = field(default_factory=dict)
 
     def cursor(self) -> Any:
@@ -320,6 +332,15 @@ class MonetDBBackend(Backend):
     supports_returning = False
     adopts_by_rename = True
     commits_in_requests = True
+    # The "auto" analytic worker cap (_adapt_worker_limit): how recently another session
+    # must have run a statement for the engine to count as busy (MonetDB keeps whole
+    # seconds), and how often an analytical session looks again.
+    busy_window_s = 2
+    busy_recheck_s = 1.0
+    # Analytical reads count the caches they read and read the empty ones' storage alone
+    # (empty_caches); a cache found holding rows is not counted again for this long.
+    counts_caches = True
+    nonempty_recheck_s = 1.0
 
     def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()
@@ -337,6 +358,7 @@ class MonetDBBackend(Backend):
         self.packs_keys = packed_keys  # and the server has HUGEINT, probed at install
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
         self._server_threads: int | None = None  # gdk_nr_threads, read once
+        self._nonempty_seen: dict[str, float] = {}  # cache table -> when a count last found rows in it
 
     # -- connections -----------------------------------------------------------
     def open(self, counters: Counters | None = None) -> Session:
@@ -363,18 +385,59 @@ class MonetDBBackend(Backend):
         client would take the whole engine from the point transactions beside it."""
         if raw.analytic is None:
             analytic = self.open(raw.counters)
-            limit = self._worker_limit(analytic, raw.analytic_workers)
-            if limit is not None:
-                with analytic.round_trip():
-                    analytic.conn.cursor().execute(f"CALL sys.setworkerlimit({int(limit)})")
+            analytic.worker_limit = 0  # a new session's: none
+            if raw.analytic_workers != "auto":
+                limit = self._worker_limit(analytic, raw.analytic_workers)
+                if limit is not None:
+                    self._set_worker_limit(analytic, limit)
             raw.analytic = analytic
+        if raw.analytic_workers == "auto":
+            self._adapt_worker_limit(raw, raw.analytic)
         return raw.analytic
 
+    def empty_caches(self, raw: Session, caches: dict[str, str]) -> frozenset[str]:
+        """One request on the analytical session (where the read will run): the row count
+        of each cache not seen holding rows in the last nonempty_recheck_s (a count of a
+        MonetDB table reads its size, not its rows). Under a steady write load the caches
+        a read names hold rows, and a read that counted them would pay the request for
+        nothing: those are taken to hold rows, which only means reading them through
+        their snapshots."""
+        if raw.schema_change:
+            return frozenset()  # inside atomic() reads run on the main session
+        now = time.monotonic()
+        asked = {name: cache for name, cache in caches.items()
+                 if now - self._nonempty_seen.get(cache, -math.inf) >= self.nonempty_recheck_s}
+        if not asked:
+            return frozenset()
+        counts = exp.select(*[exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(exp.Table(this=exp.to_identifier(cache, quoted=True))))
+                              for cache in asked.values()])
+        analytic = self._analytic_session(raw)
+        with analytic.round_trip():
+            cur = analytic.conn.cursor()
+            cur.execute(counts.sql(self.dialect))
+            row = cur.fetchone()
+        empty = set()
+        for (name, cache), count in zip(asked.items(), row):
+            if int(count) == 0:
+                empty.add(name)
+            else:
+                self._nonempty_seen[cache] = now
+        return frozenset(empty)
+
+    def _set_worker_limit(self, analytic: Session, limit: int) -> None:
+        with analytic.round_trip():
+            analytic.conn.cursor().execute(f"CALL sys.setworkerlimit({int(limit)})")
+        analytic.worker_limit = limit
+
     def _worker_limit(self, analytic: Session, wanted: int | str | None) -> int | None:
-        """"auto": half the server's worker threads (at least one), leaving the rest to the
-        point transactions; a number as given; None: MonetDB's own (every core)."""
+        """"auto": half the server's worker threads (at least one) while the engine has
+        other work, every core otherwise (_adapt_worker_limit); a number as given; None:
+        MonetDB's own (every core)."""
         if wanted != "auto":
             return wanted if isinstance(wanted, int) else None
+        return self._half_the_threads(analytic)
+
+    def _half_the_threads(self, analytic: Session) -> int:
         if self._server_threads is None:
             cur = analytic.conn.cursor()
             with analytic.round_trip():
@@ -382,6 +445,36 @@ class MonetDBBackend(Backend):
                 row = cur.fetchone()
             self._server_threads = int(row[0]) if row and str(row[0]).isdigit() else 1
         return max(1, self._server_threads // 2)
+
+    def _adapt_worker_limit(self, raw: Session, analytic: Session) -> None:
+        """The "auto" cap exists to leave point transactions their share of the engine; with
+        none running it only halves the analytical read. So, at most once per
+        busy_recheck_s, the analytical session looks at the server's other sessions (not
+        itself, not its connection's main session): while one of them ran a statement in
+        the last busy_window_s seconds (MonetDB keeps the second a session went idle, NULL
+        while it runs one) the cap holds, otherwise the read gets every core (limit 0,
+        MonetDB's own). A user who sees only its own sessions (MonetDB shows other users'
+        to administrators) is capped only beside its own work."""
+        now = time.monotonic()
+        if now - analytic.busy_checked_at < self.busy_recheck_s:
+            return
+        analytic.busy_checked_at = now
+        if raw.main_session_id is None:
+            try:
+                with raw.round_trip():
+                    cur = raw.conn.cursor()  # not raw.cursor(): held inserts stay held
+                    cur.execute("SELECT current_sessionid()")
+                    raw.main_session_id = int(cur.fetchone()[0])
+            except pymonetdb.Error:  # its engine transaction failed: asked again next time
+                pass
+        cur = analytic.conn.cursor()
+        with analytic.round_trip():
+            # Until the main session's id is known it counts as other work: capped, as before.
+            cur.execute(_OTHER_WORK, [-1 if raw.main_session_id is None else raw.main_session_id, int(self.busy_window_s)])
+            busy = bool(cur.fetchone()[0])
+        wanted = self._half_the_threads(analytic) if busy else 0
+        if wanted != analytic.worker_limit:
+            self._set_worker_limit(analytic, wanted)
 
     def _set_pipeline(self, raw: Session, pipeline: str) -> None:
         if raw.pipeline != pipeline:
@@ -1022,7 +1115,7 @@ def _over_storage(tree: exp.Expression) -> exp.Expression | None:
     direct = all(isinstance(star.parent, exp.Count) for star in facts.find_outside_snapshots(tree, exp.Star))
     swaps: list[tuple[exp.Expression, exp.Expression]] = []
     for node in facts.find_outside_snapshots(tree, exp.Subquery):
-        storage = facts.snapshot_of(node)
+        storage = facts.snapshot_of(node) or facts.storage_read_of(node)
         if storage is None:
             continue
         alias = node.args["alias"]

@@ -19,6 +19,9 @@ _INTERNAL_INSERT_OF_QUERY = "tq_internal_insert_of_query"
 # On the subquery that stands for a tique table's snapshot (reads.replace_tables): the
 # name of the table's storage table.
 _SNAPSHOT_OF = "tq_snapshot_of"
+# On a projection of a storage table that stands for a table whose cache holds nothing
+# (storage_reads.read_storage): the storage table's name.
+_STORAGE_READ = "tq_storage_read"
 # On the other snapshot subqueries, which no storage swap applies to: the one an UPDATE or
 # DELETE reads its target from (writes._target_source), and a lateral read's.
 _OTHER_SNAPSHOT = "tq_other_snapshot"
@@ -93,6 +96,20 @@ def snapshot(subquery: exp.Subquery, storage: str) -> exp.Subquery:
 def snapshot_of(node: exp.Expression) -> str | None:
     """The storage table of the table whose snapshot `node` is; None for other nodes."""
     return node.meta.get(_SNAPSHOT_OF) if isinstance(node, exp.Subquery) and node._meta else None
+
+
+def storage_read(subquery: exp.Subquery, storage: str) -> exp.Subquery:
+    """Records that `subquery` reads the table stored in `storage` from storage alone (a
+    projection of it: tique/rewrite/storage_reads.py), which no snapshot pass touches but
+    which stands for the table as a snapshot does where the native shape of the query
+    matters (MonetDB's column labels); returns it."""
+    subquery.meta[_STORAGE_READ] = storage
+    return subquery
+
+
+def storage_read_of(node: exp.Expression) -> str | None:
+    """The storage table a storage_read subquery reads; None for other nodes."""
+    return node.meta.get(_STORAGE_READ) if isinstance(node, exp.Subquery) and node._meta else None
 
 
 

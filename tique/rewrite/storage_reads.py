@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tique.catalog import CatalogSnapshot, ROWID
+from tique.rewrite import facts
 from tique.rewrite.reads import carry_attached, referenced_tables
 from tique.rewrite.templates import quoted
 
@@ -25,7 +26,7 @@ def read_storage(tree: exp.Expression, catalog: CatalogSnapshot, clean: frozense
         if table.hidden_rowid and any(c.name == ROWID for c in tree.find_all(exp.Column)):
             columns += (ROWID,)  # read as `rowid` (tique/rewrite/rowid.py)
         projection = exp.select(*[exp.column(quoted(c)) for c in columns]).from_(exp.Table(this=quoted(table.storage)))
-        subquery = exp.Subquery(this=projection, alias=alias.copy())
+        subquery = facts.storage_read(exp.Subquery(this=projection, alias=alias.copy()), table.storage)
         carry_attached(ref, subquery)
         if ref is tree:
             return subquery
