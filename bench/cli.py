@@ -224,7 +224,7 @@ def _bench_trace(args: argparse.Namespace) -> int:
 
     urls = dict(item.split("=", 1) for item in args.url or [])
     result = benchmark(args.engine, [kind.replace("-", "_") for kind in args.kind], args.transactions, args.warmup, SCALES[args.scale],
-                       args.checkpoint_ms or None, urls, args.out)
+                       args.checkpoint_ms or None, urls, args.out, warehouses=args.warehouses)
     return 1 if any(s["errors"] for trace in result.metrics["traces"] for s in trace["systems"].values()) else 0
 
 
@@ -378,7 +378,7 @@ def register(sub: Any) -> None:
     packed.add_argument("--repeats", type=int, default=1000)
     packed.set_defaults(func=_bench_packed)
     tr = bench_sub.add_parser("trace", help="one kind of transaction, step by step: round trips, engine ms and client CPU "
-                                            "of each statement and each tique protocol step, native beside tique (1 warehouse, 1 client)")
+                                            "of each statement and each tique protocol step, native beside tique (1 client)")
     tr.add_argument("--engine", required=True, choices=["duckdb", "postgres", "monetdb"], help="traces native-ENGINE and tique-ENGINE")
     tr.add_argument("--kind", required=True, nargs="+",
                     choices=["new-order", "payment", "order-status", "delivery", "stock-level", "keys"],
@@ -387,6 +387,7 @@ def register(sub: Any) -> None:
     tr.add_argument("--warmup", type=float, default=5.0, metavar="SECONDS", help="untraced standard mix before them")
     tr.add_argument("--scale", choices=["full", "small", "tiny"], default="full",
                     help="TPC-C cardinalities: full (the specification), small (1/10 items and customers), tiny (tests)")
+    tr.add_argument("--warehouses", type=int, default=1, help="TPC-C warehouses loaded (a --url database must hold that many)")
     tr.add_argument("--checkpoint-ms", type=int, default=1000, help="tique: background checkpointer interval (0: none)")
     tr.add_argument("--url", action="append", metavar="SYSTEM=URL", help="use an existing database for a system")
     tr.add_argument("--out", metavar="RESULT.json", help="write the breakdown as JSON")

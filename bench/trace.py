@@ -214,12 +214,12 @@ class Workload:
     user_rollback: type[BaseException]
 
 
-def _tpcc_workload(system: Any, scale: Any, console: Any) -> Workload:
+def _tpcc_workload(system: Any, scale: Any, console: Any, warehouses: int = 1) -> Workload:
     from bench.tpcc.loader import load
     from bench.tpcc.rand import Constants
     from bench.tpcc.transactions import UserRollback, Workload as Tpcc
 
-    loaded, _ = load(system, 1, scale, console=console)
+    loaded, _ = load(system, warehouses, scale, console=console)
     tpcc = Tpcc(loaded.warehouses, loaded.scale, Constants.for_run(loaded.c_last_load, random.Random(42)))
     return Workload(lambda kind, execute, rng: tpcc.run(kind, execute, rng), tpcc.choose, UserRollback)
 
@@ -344,7 +344,7 @@ class TracedClient:
 
 def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float = 5.0, scale: Any = None,
         checkpoint_ms: int | None = 1000, urls: dict[str, str] | None = None, seed: int = 7,
-        console: Any = None) -> Result:
+        console: Any = None, warehouses: int = 1) -> Result:
     """native-`engine` and tique-`engine`, each on its own fresh database (or on `urls`),
     loaded once, traced for each of `kinds` in turn, their transactions alternating."""
     from bench.console import report_console
@@ -359,13 +359,13 @@ def run(engine: str, kinds: Sequence[str], transactions: int = 50, warmup: float
     urls = urls or {}
     result = Result("trace", f"native-{engine} vs tique-{engine}", "", {
         "engine": engine, "kinds": list(kinds), "transactions": transactions, "warmup_s": warmup, "warm_of_kind": WARM_OF_KIND,
-        "warehouses": 1, "clients": 1, "scale": asdict(scale), "checkpoint_ms": checkpoint_ms, "seed": seed})
+        "warehouses": warehouses, "clients": 1, "scale": asdict(scale), "checkpoint_ms": checkpoint_ms, "seed": seed})
     traces: dict[str, list[SystemTrace]] = {}
     with ExitStack() as opened:
         clients = []
         for name in (f"native-{engine}", f"tique-{engine}"):
             system = opened.enter_context(system_for(name, None, urls.get(name), checkpoint_ms))
-            tpcc = _tpcc_workload(system, scale, console) if any(kind != "keys" for kind in kinds) else None
+            tpcc = _tpcc_workload(system, scale, console, warehouses) if any(kind != "keys" for kind in kinds) else None
             keys = _keys_workload(system) if "keys" in kinds else None
             workloads = {kind: keys if kind == "keys" else tpcc for kind in kinds}
             clients.append(TracedClient(system, workloads))  # type: ignore[arg-type]
@@ -498,11 +498,11 @@ def show_trace(m: dict[str, Any], console: Any) -> None:
 
 
 def benchmark(engine: str, kinds: Sequence[str], transactions: int, warmup: float, scale: Any, checkpoint_ms: int | None,
-              urls: dict[str, str], out: str | None, console: Any = None) -> Result:
+              urls: dict[str, str], out: str | None, console: Any = None, warehouses: int = 1) -> Result:
     from bench.console import report_console
 
     console = console or report_console()
-    result = run(engine, kinds, transactions, warmup, scale, checkpoint_ms, urls, console=console)
+    result = run(engine, kinds, transactions, warmup, scale, checkpoint_ms, urls, console=console, warehouses=warehouses)
     result.finished_at = now()
     if engine == "postgres":
         from drivers.postgres_engine import DURABILITY

@@ -89,3 +89,27 @@ def test_keys_trace_from_the_command_line(engine: str, tmp_path: Path, request: 
     assert native["calls"] == tique_trace["calls"] == {"READ": 2.0, "UPDATE": 2.0, "COMMIT": 1.0}
     printed = capsys.readouterr().out
     assert "keys: per committed transaction" in printed and "COMMIT" in printed
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_trace_loads_the_warehouses_asked_for(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from drivers import system_for
+
+    out = tmp_path / "trace.json"
+    urls = _urls(engine, tmp_path, request)
+    code = main(["bench", "trace", "--engine", engine, "--kind", "order-status", "--transactions", "2", "--warmup", "0",
+                 "--scale", "tiny", "--warehouses", "2", "--out", str(out), *[f"--url={n}={u}" for n, u in urls.items()]])
+    assert code == 0
+    document = json.loads(out.read_text())
+    assert document["parameters"]["warehouses"] == 2
+    for system in document["metrics"]["traces"][0]["systems"].values():
+        assert system["errors"] == [] and system["transactions"] >= 1, system
+    for name, url in urls.items():
+        with system_for(name, None, url) as system:
+            conn = system.connect()
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT COUNT(*), MAX(w_id) FROM warehouse")
+                assert cur.fetchall() == [(2, 2)], name
+            finally:
+                conn.close()
