@@ -98,6 +98,42 @@ def test_point_statements_stay_prepared_across_analytical_reads_and_decimals(mon
         conn.close()
 
 
+def test_an_integer_a_prepared_marker_cannot_hold_compares_as_natively(monetdb_url: str) -> None:
+    """MonetDB keeps each integer type's least value as its NULL, so an INTEGER marker of a
+    prepared statement cannot hold -2147483648 (nor a SMALLINT one -32768) and EXEC fails
+    with a conversion error, where the statement's text compares the wider number and
+    finds no row. Once a statement is prepared, such a value still gets native's answer,
+    in a transaction, which goes on, and values in range keep using the prepared statement."""
+    conn = tique.connect(monetdb_url)
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE t (w INTEGER, d SMALLINT, o INTEGER, v INTEGER, PRIMARY KEY (w, d, o))")
+        conn.commit()
+        # Reads in the transaction that wrote the table run on the main session.
+        cur.execute("INSERT INTO t VALUES (1, 1, 1, 10), (-2147483647, -32767, 2, 20), (2147483647, 32767, 3, 30)")
+        for _ in range(3):  # prepared on the way
+            cur.execute("SELECT v FROM t WHERE w = ?", (1,))
+            assert cur.fetchall() == [(10,)]
+            cur.execute("SELECT v FROM t WHERE w = ? AND d = ?", (1, 1))
+            assert cur.fetchall() == [(10,)]
+        sessions = [conn._raw, conn._raw.analytic]  # reads by part of the key are analytical
+        assert any("WHERE" in text for session in sessions if session is not None for text in session.prepared)
+        for value, found in ((-2147483648, []), (-2147483647, [(20,)]), (2147483647, [(30,)]), (2147483648, []), (-(2 ** 63), [])):
+            cur.execute("SELECT v FROM t WHERE w = ?", (value,))
+            assert cur.fetchall() == found, value
+        for value, found in ((-32768, []), (-32767, [(20,)]), (32768, [])):
+            cur.execute("SELECT v FROM t WHERE w = ? AND d = ?", (-2147483647, value))
+            assert cur.fetchall() == found, value
+        cur.execute("UPDATE t SET v = v + 1 WHERE w = ?", (-2147483648,))
+        assert cur.rowcount == 0
+        cur.execute("UPDATE t SET v = v + 1 WHERE w = ?", (1,))
+        conn.commit()
+        cur.execute("SELECT w, v FROM t ORDER BY w")
+        assert cur.fetchall() == [(-2147483647, 20), (1, 11), (2147483647, 30)]
+    finally:
+        conn.close()
+
+
 def test_held_cache_inserts_are_read_committed_and_never_fail_later(monetdb_url: str) -> None:
     """An UPDATE's new versions, computed by its validating read, wait on the session for
     its next request (no round trip of their own) only when every value fits its column:

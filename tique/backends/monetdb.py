@@ -264,6 +264,7 @@ class Session(BaseSession):
 
 
 _EXACT_TYPES = {"tinyint", "smallint", "int", "bigint", "hugeint", "oid", "decimal"}
+_INTEGER_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64, "hugeint": 128}
 
 
 def _keeps(value: Any, kind: tuple[str, int]) -> bool:
@@ -274,6 +275,12 @@ def _keeps(value: Any, kind: tuple[str, int]) -> bool:
     a value runs in a widened variant of the statement instead (see _widen).
     """
     name, scale = kind
+    if isinstance(value, int) and not isinstance(value, bool) and name in _INTEGER_BITS:
+        # An integer the marker's type cannot hold (MonetDB keeps each type's least value
+        # as its NULL) fails EXEC with a conversion error where the text compares it as a
+        # wider number: it runs as text, as natively.
+        limit = 2 ** (_INTEGER_BITS[name] - 1) - 1
+        return -limit <= value <= limit
     shape = _places(value)
     return name not in _EXACT_TYPES or shape is None or shape[1] <= (scale if name == "decimal" else 0)
 
