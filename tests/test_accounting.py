@@ -106,7 +106,7 @@ def test_a_write_and_its_key_check_are_one_request(connect: Connect, engine: str
 
 def test_new_order_round_trips_within_native_plus_four(monetdb_server: Any) -> None:
     """A TPC-C New-Order of 10 lines through tique-monetdb makes at most native MonetDB's
-    round trips plus 4 (begin, and a commit of three requests against native's one), as
+    round trips plus 4 (begin, and a commit of two requests against native's one), as
     both count them (tique/session.py, drivers/counting.py); and its writes reach the
     engine in one engine commit, at commit, besides the outcome row."""
     import random
@@ -163,6 +163,6 @@ def test_new_order_round_trips_within_native_plus_four(monetdb_server: Any) -> N
     # Within 4 even of a native client that sent the lines as one multi-row statement.
     assert tique_trips <= native_trips - 10 + 1 + 4, (tique_trips, native_trips)
     assert native_commit.round_trips == 1
-    assert tique_commit.round_trips == 3, tique_commit  # hashes + cts; write-set + COMMIT + certify; marker + publish
+    assert tique_commit.round_trips == 2, tique_commit  # hashes + cts; write-set + COMMIT + certify + decide + marker + publish
     assert tique_run.engine_commits == 0  # nothing of the transaction is committed before its commit
     assert tique_commit.engine_commits == 2  # its writes and write-set in one, then the outcome row

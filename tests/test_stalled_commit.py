@@ -47,7 +47,9 @@ def physical(conn: tique.Connection, sql: str) -> list[tuple]:
 class Stall:
     """Stops one transaction's commit once it holds a commit timestamp that others can
     see (its write-set and the timestamp are committed), before its commit marker: in
-    the oracle's `decide`, which the committing thread calls right then."""
+    the oracle's `decide`, which the committing thread calls right then; on MonetDB,
+    whose commit decides in the request that logs the write-set, right before that
+    request, holding the timestamp."""
 
     def __init__(self, oracle: Any) -> None:
         self.original_take = oracle.take_statement
@@ -76,22 +78,28 @@ class Stall:
 
     def statement(self, op: str, a: int, b: int) -> Any:
         """Oracles whose calls travel in requests of several statements (MonetDB): the
-        victim stops right before it sends the request that decides its timestamp."""
+        victim's take, in the request that reads its write-set's hashes."""
         if op == "take":
             self.take_statement(a)
-        elif op == "decide" and threading.get_ident() == self.victim_thread:
-            self.victim_thread = None
-            self.cts = a
-            self.holding.set()
-            self.resume.wait(timeout=60)
         return self.original_statement(op, a, b)
 
-    def install(self, monkeypatch: pytest.MonkeyPatch, oracle: Any) -> None:
+    def request(self, raw: Any, statements: Any, *args: Any, **kwargs: Any) -> Any:
+        """MonetDB: the victim, holding its commit timestamp, stops right before it sends
+        the request that logs its write-set, commits its writes and decides the timestamp."""
+        if threading.get_ident() == self.victim_thread and ("COMMIT", []) in [(sql, list(p)) for sql, p in statements]:
+            self.victim_thread = None
+            self.holding.set()
+            self.resume.wait(timeout=60)
+        return self.original_request(raw, statements, *args, **kwargs)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch, oracle: Any, backend: Any) -> None:
         monkeypatch.setattr(oracle, "take_statement", self.take_statement)
         monkeypatch.setattr(oracle, "decide", self.decide)
         if hasattr(oracle, "statement"):
             self.original_statement = oracle.statement
             monkeypatch.setattr(oracle, "statement", self.statement)
+            self.original_request = backend.request
+            monkeypatch.setattr(backend, "request", self.request)
 
 
 def commit_in_thread(conn: tique.Connection) -> tuple[threading.Thread, dict[str, Any]]:
@@ -117,7 +125,7 @@ def test_stalled_committer_is_aborted_after_commit_timeout(connect: Connect, mon
     run(admin, "INSERT INTO kv (k, v) VALUES (1, 'one'), (2, 'two')")
     admin.commit()
     stall = Stall(admin.backend.oracle)
-    stall.install(monkeypatch, admin.backend.oracle)
+    stall.install(monkeypatch, admin.backend.oracle, admin.backend)
     # PostgreSQL sends a whole commit in one request, which holds its timestamp only while
     # the server runs it; a client stalls holding one between the requests of the
     # two-request commit (SERIALIZABLE, rows read FOR SHARE, priority re-executions).
@@ -267,14 +275,14 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
         sql, params = found
         return f"SELECT 1 / (count(*) - count(*)) FROM ({sql}) AS published", params
 
-    marker_and_publish = CommitStatements.marker_and_publish
+    decide_marker_publish = CommitStatements.decide_marker_publish
 
-    def marker_and_publish_then_fail(statements: CommitStatements) -> tuple[Compiled, Compiled]:
+    def decide_marker_publish_then_fail(statements: CommitStatements) -> tuple[Compiled, Compiled, Compiled]:
         """Where publish travels in the marker's request (MonetDB): the same failure, once
         the outcome row is committed."""
-        marker, publish = marker_and_publish(statements)
+        decide, marker, publish = decide_marker_publish(statements)
         failing = type(publish.sql)(f"SELECT 1 / (count(*) - count(*)) FROM ({publish.sql}) AS published")
-        return marker, Compiled(failing, publish.names)
+        return decide, marker, Compiled(failing, publish.names)
 
     publish_taken_statement = getattr(oracle, "publish_taken_statement", None)
 
@@ -288,7 +296,7 @@ def test_failure_after_commit_point_keeps_the_commit(connect: Connect, monkeypat
     run(writer, "INSERT INTO kv (k, v) VALUES (1, 'committed')")
     monkeypatch.setattr(oracle, "publish", publish_then_fail)
     monkeypatch.setattr(oracle, "publish_statement", publish_statement_then_fail)
-    monkeypatch.setattr(CommitStatements, "marker_and_publish", marker_and_publish_then_fail)
+    monkeypatch.setattr(CommitStatements, "decide_marker_publish", decide_marker_publish_then_fail)
     if publish_taken_statement is not None:
         monkeypatch.setattr(oracle, "publish_taken_statement", publish_taken_statement_then_fail)
     with pytest.raises(tique.OperationalError) as caught:

@@ -14,13 +14,14 @@
 -- ops: 1 claim recovery  2 seed(next_txid, last_cts)  3 begin(session)  4 end(txid)
 --      5 take(txid, lease_ms)  6 publish(txid, cts)  7 resolve(cts)  8 stable
 --      9 status  10 active list  11 expire(txid)  12 latch(acquire?, lease_ms)  13 decide(cts)
---      14 rebind(session id)  15 await(cts)
+--      14 rebind(session id)  15 await(cts)  16 verdict(cts)
 CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TABLE(r1 BIGINT, r2 BIGINT, r3 BIGINT) LANGUAGE C {
 #include <pthread.h>
 #include <time.h>
     /* tique database: TQ_NAMESPACE */
+    /* tique oracle ops: 1-16 (an install finding fewer replaces it) */
     typedef struct { long long txid, sts, session; } tq_active;
-    typedef struct { long long cts, txid; double deadline, taken; int resolved, decided, expired; } tq_pending;
+    typedef struct { long long cts, txid, conflicts; double deadline, taken; int resolved, decided, expired; } tq_pending;
     static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
     static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
     static int seeded = 0;
@@ -44,7 +45,7 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
     now = now_ts.tv_sec + now_ts.tv_nsec / 1e9;
 
 #define TQ_ADVANCE() do { int moved = 0, again = 1;  while (again) { again = 0;  for (k = 0; k < n_pending; k++) {  if (pending[k].cts == snapshot + 1 && pending[k].resolved) {  snapshot++; pending[k] = pending[--n_pending]; again = 1; moved = 1; break; } } }  if (moved) pthread_cond_broadcast(&changed); } while (0)
-#define TQ_RESOLVE(c) do { int found = 0;  for (k = 0; k < n_pending; k++) if (pending[k].cts == (c)) { pending[k].resolved = 1; found = 1; }  if (!found && (c) > snapshot) {  if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;  pending = realloc(pending, cap_pending * sizeof(tq_pending)); }  pending[n_pending].cts = (c); pending[n_pending].txid = 0; pending[n_pending].deadline = 0; pending[n_pending].taken = now;  pending[n_pending].resolved = 1; pending[n_pending].decided = 1; pending[n_pending].expired = 0; n_pending++; }  TQ_ADVANCE(); } while (0)
+#define TQ_RESOLVE(c) do { int found = 0;  for (k = 0; k < n_pending; k++) if (pending[k].cts == (c)) { pending[k].resolved = 1; found = 1; }  if (!found && (c) > snapshot) {  if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;  pending = realloc(pending, cap_pending * sizeof(tq_pending)); }  pending[n_pending].cts = (c); pending[n_pending].txid = 0; pending[n_pending].conflicts = 0; pending[n_pending].deadline = 0; pending[n_pending].taken = now;  pending[n_pending].resolved = 1; pending[n_pending].decided = 1; pending[n_pending].expired = 0; n_pending++; }  TQ_ADVANCE(); } while (0)
 #define TQ_DROP_ACTIVE(t) do { for (k = 0; k < n_active; k++) if (active[k].txid == (t)) {  active[k] = active[--n_active]; break; } } while (0)
 
     if (code == 1) {            /* claim recovery: 1 = already seeded, 0 = caller recovers */
@@ -74,7 +75,7 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
     } else if (code == 5) {     /* take(txid, lease_ms) -> cts */
         if (n_pending == cap_pending) { cap_pending = cap_pending ? 2 * cap_pending : 64;
             pending = realloc(pending, cap_pending * sizeof(tq_pending)); }
-        pending[n_pending].cts = next_cts++; pending[n_pending].txid = x;
+        pending[n_pending].cts = next_cts++; pending[n_pending].txid = x; pending[n_pending].conflicts = 0;
         pending[n_pending].deadline = now + y / 1000.0; pending[n_pending].taken = now; pending[n_pending].resolved = 0; pending[n_pending].decided = 0; pending[n_pending].expired = 0;
         out1[0] = pending[n_pending].cts; n_pending++;
     } else if (code == 6 || code == 15) {  /* publish(txid, cts) / await(cts): 0 = visible; 1 = r2 (owner r3) is stuck */
@@ -125,9 +126,14 @@ CREATE OR REPLACE FUNCTION tq_oracle(op INTEGER, a BIGINT, b BIGINT) RETURNS TAB
         rows2 = malloc((n_rows + 1) * sizeof(long long));
         rows3 = malloc((n_rows + 1) * sizeof(long long));
         for (k = 0; k < n_rows; k++) { rows1[k] = active[k].txid; rows2[k] = active[k].sts; rows3[k] = active[k].session; }
-    } else if (code == 13) {    /* decide(cts): 1 = the owner may write its marker, 0 = it was aborted */
+    } else if (code == 13) {    /* decide(cts, conflicts): 1 = the owner may write its marker, 0 = it was aborted */
+        /* conflicts: what its certification found, kept for verdict (op 16) and answered in r2;
+           below 0 the owner's writes did not commit, so it claims nothing */
         out1[0] = 0;
-        for (k = 0; k < n_pending; k++) if (pending[k].cts == x) { if (!pending[k].expired) { pending[k].decided = 1; out1[0] = 1; } }
+        if (y >= 0) for (k = 0; k < n_pending; k++) if (pending[k].cts == x) { if (!pending[k].expired) { pending[k].decided = 1; pending[k].conflicts = y; out1[0] = 1; out2[0] = y; } }
+    } else if (code == 16) {    /* verdict(cts): r1 1 = claimed by its owner (decide), r2 = the conflicts decide recorded */
+        out1[0] = 0;
+        for (k = 0; k < n_pending; k++) if (pending[k].cts == x && pending[k].decided && !pending[k].expired && !pending[k].resolved) { out1[0] = 1; out2[0] = pending[k].conflicts; }
     } else if (code == 14) {    /* rebind(session id): the server reused it, so its earlier holder is gone */
         for (k = 0; k < n_active; k++) if ((active[k].session & 0xFFFF) == x) active[k].session = -1;
     } else if (code == 12) {    /* checkpoint latch: acquire (x=1, lease y ms) or release (x=0) */

@@ -901,8 +901,9 @@ class MonetDBBackend(Backend):
         try:
             self.run_script(raw, self.metadata_script())
             cur.execute("SELECT count(*) FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id "
-                        "WHERE f.name IN ('tq_oracle', 'tq_hash') AND s.name = current_schema")
-            if cur.fetchone()[0] < 2:
+                        "WHERE f.name IN ('tq_oracle', 'tq_hash') AND s.name = current_schema "
+                        "AND (f.name <> 'tq_oracle' OR f.func LIKE '%%tique oracle ops: 1-16 %%')")
+            if cur.fetchone()[0] < 2:  # missing, or an oracle from before its verdict op: (re)created
                 self.run_script(raw, self.oracle_script())
             cur.execute("SELECT r1 FROM tq_oracle(9, 0, 0)")
             cur.fetchall()

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from tique.errors import OperationalError
 
-CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND, AWAIT = range(1, 16)
+CLAIM, SEED, BEGIN, END, TAKE, PUBLISH, RESOLVE, STABLE, STATUS, ACTIVE, EXPIRE, LATCH, DECIDE, REBIND, AWAIT, VERDICT = range(1, 17)
 _CALL = "SELECT r1, r2, r3 FROM tq_oracle($1, $2, $3)"
 STALE_MS = 200  # a commit timestamp undecided this long may belong to a dead owner
 
@@ -98,7 +98,7 @@ class MonetDBOracle:
 
     @staticmethod
     def code(op: str) -> exp.Literal:
-        return exp.Literal.number({"publish": PUBLISH, "status": STATUS}[op])
+        return exp.Literal.number({"publish": PUBLISH, "status": STATUS, "decide": DECIDE, "verdict": VERDICT}[op])
 
     def take_statement(self, txid: int) -> None:
         return None  # the timestamp comes from process or server memory, not a statement

@@ -553,7 +553,8 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref)
     point = pinned_key(table, tree.args.get("where"), ref) if formulation is Formulation.RANK else None
-    snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point), alias=exp.TableAlias(this=quoted(alias))))
+    snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point, dialect=dialect),
+                                               alias=exp.TableAlias(this=quoted(alias))))
     where = tree.args.get("where")
     if fence and where is not None:
         conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
