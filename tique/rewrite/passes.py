@@ -222,7 +222,7 @@ def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) ->
     a scan snapshot filtered by the query's conditions on its key (tique/rewrite/key_filters.py).
     Not on MonetDB: an equality on every key column of its storage is answered through the
     primary key's hash index, which keeps rows committed deletes removed (snapshot.py,
-    `point`), and its scans gained nothing measured from the filters."""
+    `point`); a forced scan snapshot would pass it such a filter."""
     return replace_tables(tree, context.catalog, context.formulation, context.key_hash, dialect=context.dialect, lateral=context.lateral,
                           key_filters=context.dialect != "monetdb")
 
