@@ -15,7 +15,8 @@ itself, so it hashed every cached line of the district per call).
 
 A condition moves only where that is meaning-preserving for the query around it:
 - from the WHERE clause of the SELECT reading the table, when the table's rows are not
-  null-extended there (it is in FROM or an inner join, and no RIGHT or FULL join follows);
+  null-extended there (it is in FROM, an inner join or a RIGHT join's own side, and no
+  RIGHT or FULL join follows);
 - from the ON clause of the table's own inner or LEFT join.
 It must be deterministic and unable to fail on a row the query never sees (the snapshot
 evaluates it on versions the transaction does not see): comparisons, BETWEEN, IN lists,
@@ -38,12 +39,6 @@ _PREDICATES = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, e
 _VALUES = (exp.Placeholder, exp.Literal, exp.Null, exp.Boolean)
 # Joins that neither null-extend nor pick rows otherwise than by their ON condition.
 _PLAIN_KINDS = ("", "INNER", "CROSS", "OUTER")
-
-
-def _is_value(node: exp.Expression) -> bool:
-    if isinstance(node, exp.Neg):
-        node = node.this
-    return isinstance(node, _VALUES)
 
 
 def _key_column(node: exp.Column, name: exp.Identifier, table: TableDef, unqualified: bool) -> str | None:
@@ -115,14 +110,14 @@ def key_filters(table: TableDef, ref: exp.Table) -> list[exp.Expression]:
         return []
     holder = ref.parent
     select = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
-    if not isinstance(select, exp.Select):
-        return []
+    if not isinstance(select, exp.Select) or select.args.get("laterals"):
+        return []  # LATERAL VIEW [OUTER]: may null-extend what it follows
     joins: list[exp.Join] = select.args.get("joins") or []
     if any((j.kind or "").upper() not in _PLAIN_KINDS for j in joins):
         return []  # ASOF, SEMI, ANTI, POSITIONAL, ...: not a plain join
     unqualified = not any(j.args.get("using") or j.args.get("method") for j in joins)
     conditions: list[exp.Expression] = []
-    position = joins.index(holder) if isinstance(holder, exp.Join) else -1
+    position = next((i for i, j in enumerate(joins) if j is holder), -1)  # by identity: equal joins compare equal
     side = (holder.side or "").upper() if isinstance(holder, exp.Join) else ""
     later_null_extending = any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins[position + 1:])
     if side in ("", "RIGHT") and not later_null_extending:
