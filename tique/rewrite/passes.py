@@ -218,8 +218,13 @@ def narrow_side_first_for_lateral(tree: exp.Expression, context: PassContext) ->
 
 def replace_tables_with_snapshots(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each tique table reference becomes its snapshot subquery (tique/rewrite/reads.py),
-    read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py)."""
-    return replace_tables(tree, context.catalog, context.formulation, context.key_hash, dialect=context.dialect, lateral=context.lateral)
+    read laterally where a join pins its key and the engine takes that (tique/rewrite/lateral.py),
+    a scan snapshot filtered by the query's conditions on its key (tique/rewrite/key_filters.py).
+    Not on MonetDB: an equality on every key column of its storage is answered through the
+    primary key's hash index, which keeps rows committed deletes removed (snapshot.py,
+    `point`); a forced scan snapshot would pass it such a filter."""
+    return replace_tables(tree, context.catalog, context.formulation, context.key_hash, dialect=context.dialect, lateral=context.lateral,
+                          key_filters=context.dialect != "monetdb")
 
 
 def fence_snapshots_in_joins(tree: exp.Expression, context: PassContext) -> exp.Expression:

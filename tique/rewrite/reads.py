@@ -10,6 +10,7 @@ from sqlglot.optimizer.scope import TRAVERSABLES, Scope, traverse_scope
 
 from tique.catalog import CatalogSnapshot, ColumnSchema, ROWID, TableDef, alias_key, normalize
 from tique.rewrite import facts
+from tique.rewrite.key_filters import apply_key_filters, key_filters as conditions_on_key
 from tique.rewrite.lateral import lateral_key_values
 from tique.rewrite.snapshot import Formulation, choose_formulation, point_of, snapshot
 from tique.rewrite.templates import KeyHash
@@ -326,19 +327,21 @@ def reads_by_scan(touched: list[tuple[exp.Table, TableDef]], catalog: CatalogSna
 
 
 def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: Formulation, key_hash: KeyHash, *, dialect: str | None = None,
-                   physical: bool = False, lateral: bool = False) -> exp.Expression:
+                   physical: bool = False, lateral: bool = False, key_filters: bool = False) -> exp.Expression:
     """Swaps each tique table reference for `(snapshot) AS alias`, keeping the application's
     alias; with `lateral`, a table whose key a join pins to the tables before it becomes
     `LATERAL (point snapshot) AS alias`. A snapshot carries the columns the statement
     uses (used_columns, resolved in `dialect`); with `physical`, all of them and the
-    hidden ones."""
+    hidden ones. With `key_filters`, a scan snapshot also applies the query's conditions
+    on the table's key columns alone to its storage and cache (tique/rewrite/key_filters.py)."""
     # What each reference uses, and how it may be read, is read off the statement as
     # written, before any swap.
     refs = referenced_tables(tree, catalog)
     assert physical or dialect is not None, "a read's columns are resolved in its dialect"
     used = {} if physical or dialect is None else used_columns(tree, refs, catalog, dialect)
-    found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral)) for ref, table in refs]
-    for ref, table, only, key_values in found:
+    found = [(ref, table, used.get(id(ref)), lateral_read(table, ref, catalog, formulation, lateral),
+              conditions_on_key(table, ref) if key_filters else []) for ref, table in refs]
+    for ref, table, only, key_values, on_key in found:
         chosen = choose_formulation(table, ref) if formulation is Formulation.AUTO else formulation
         alias = ref.args.get("alias") or exp.TableAlias(this=ref.this.copy())  # as written: "MixedT" stays itself
         if key_values is not None:
@@ -346,7 +349,10 @@ def replace_tables(tree: exp.Expression, catalog: CatalogSnapshot, formulation: 
             ref.replace(exp.Lateral(this=facts.other_snapshot(exp.Subquery(this=query)), alias=alias.copy()))
             continue
         point = point_of(table, ref) if chosen is Formulation.RANK else None
-        subquery = exp.Subquery(this=snapshot(table, chosen, key_hash, physical=physical, point=point, only=only, dialect=dialect), alias=alias.copy())
+        query = snapshot(table, chosen, key_hash, physical=physical, point=point, only=only, dialect=dialect)
+        if on_key and chosen is Formulation.SCAN:
+            apply_key_filters(query, table, on_key)
+        subquery = exp.Subquery(this=query, alias=alias.copy())
         if chosen is not Formulation.STORAGE:  # that one is the storage table itself
             facts.snapshot(subquery, table.storage)
         carry_attached(ref, subquery)
