@@ -30,6 +30,7 @@ from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_mar
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession, step
+from tique.worker_budget import WorkerBudget
 
 
 
@@ -239,6 +240,9 @@ class Session(BaseSession):
     # in the SQL), so which connection runs it does not change what it sees. It shares
     # the main session's counters.
     analytic: "Session | None" = None
+    # An analytical session's worker limit (sys.setworkerlimit), None where it has the
+    # engine's own: the workers its reads hold of the database's analytic budget.
+    worker_limit: int | None = None
     # Cache inserts held for the next request of the open engine transaction, as
     # (text with %s markers, values): they go out in front of its next statement or its
     # COMMIT (see _CountedCursor.execute). Only rows that cannot fail are held (see
@@ -337,6 +341,8 @@ class MonetDBBackend(Backend):
         self.packs_keys = packed_keys  # and the server has HUGEINT, probed at install
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
         self._server_threads: int | None = None  # gdk_nr_threads, read once
+        # The workers this process's capped analytical reads hold together (auto's share).
+        self.analytic_budget = WorkerBudget()
 
     # -- connections -----------------------------------------------------------
     def open(self, counters: Counters | None = None) -> Session:
@@ -367,6 +373,8 @@ class MonetDBBackend(Backend):
             if limit is not None:
                 with analytic.round_trip():
                     analytic.conn.cursor().execute(f"CALL sys.setworkerlimit({int(limit)})")
+                analytic.worker_limit = int(limit)
+            analytic.analytic_queue = raw.analytic_queue
             raw.analytic = analytic
         return raw.analytic
 
@@ -375,9 +383,14 @@ class MonetDBBackend(Backend):
         point transactions; a number as given; None: MonetDB's own (every core)."""
         if wanted != "auto":
             return wanted if isinstance(wanted, int) else None
+        return self._analytic_share(analytic)
+
+    def _analytic_share(self, session: Session) -> int:
+        """Half the server's worker threads, at least one: what "auto" gives one analytical
+        read, and what the capped analytical reads of this process hold together."""
         if self._server_threads is None:
-            cur = analytic.conn.cursor()
-            with analytic.round_trip():
+            cur = session.conn.cursor()
+            with session.round_trip():
                 cur.execute("SELECT value FROM sys.env() WHERE name = 'gdk_nr_threads'")
                 row = cur.fetchone()
             self._server_threads = int(row[0]) if row and str(row[0]).isdigit() else 1
@@ -407,7 +420,13 @@ class MonetDBBackend(Backend):
         split = _insert_of_query(sql)
         if split is not None:
             return self._insert_via_client(raw, split, values, getattr(sql, "target_rows", None))
-        cur = self._run(raw, text, values)
+        if analytic and raw.analytic_queue and raw.worker_limit is not None:
+            # Queueing reads share the analytic budget (tique/worker_budget.py): six OLAP
+            # clients capped at one worker each would otherwise still take six threads.
+            with self.analytic_budget.held(raw.worker_limit, self._analytic_share(raw)):
+                cur = self._run(raw, text, values)
+        else:
+            cur = self._run(raw, text, values)
         if any(_LABEL.match(d[0]) for d in cur.description or ()) and (naming := getattr(sql, "naming", None)) is not None:
             # PREPARE may fail, which would abort an open engine transaction: learn the
             # names on the other session then (they do not depend on the session).
