@@ -211,7 +211,7 @@ def _bench_htap(args: argparse.Namespace) -> int:
                        olap_clients=args.olap_clients, duration=args.duration, sweep=args.sweep, counts=args.counts or (),
                        url=args.url, out=args.out, scale=TINY if args.tiny else FULL,
                        checkpoint_ms=args.checkpoint_ms or None, query_timeout=args.query_timeout,
-                       analytic_workers=args.analytic_workers)
+                       analytic_workers=args.analytic_workers, analytic_queue=args.analytic_queue)
     failed = any((p["oltp"] or {}).get("errors") or p["olap"]["error_samples"] for p in result.metrics["points"])
     return 1 if failed else 0
 
@@ -323,6 +323,9 @@ def register(sub: Any) -> None:
     htap.add_argument("--analytic-workers", type=_workers, nargs="+", default=["auto"], metavar="N|auto|none",
                       help="tique systems: run the points once per cap on an analytical read's engine workers "
                            "(the analytic_workers connect option; none: the engine's own), e.g. none auto 1")
+    htap.add_argument("--analytic-queue", action="store_true",
+                      help="tique systems: the OLAP clients connect with analytic_queue (their capped reads take turns "
+                           "within half the server's workers; MonetDB)")
     htap.add_argument("--query-timeout", type=float, metavar="SECONDS", help="PostgreSQL: cancel a query after this long")
     htap.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     htap.add_argument("--tiny", action="store_true", help="reduced TPC-C cardinalities for smoke tests (not a result)")

@@ -2,6 +2,8 @@
 engine, so that analytics cannot starve the point transactions beside them."""
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -115,3 +117,106 @@ def test_monetdb_auto_caps_only_beside_other_work(connect: Connect, busy_window:
 def test_a_bad_worker_limit_is_refused(connect: Connect, bad: object) -> None:
     with pytest.raises(tique.InterfaceError, match="analytic_workers"):
         connect(analytic_workers=bad)
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_a_bad_queue_flag_is_refused(connect: Connect, bad: object) -> None:
+    with pytest.raises(tique.InterfaceError, match="analytic_queue"):
+        connect(analytic_queue=bad)
+
+
+def _queued_runs(conn: tique.Connection, table: str) -> list[tuple[int, int]]:
+    """(session, most workers it ran on) of every run of a read of `table`'s storage in
+    MonetDB's query queue (sys.queue: the recent queries of every session)."""
+    analytic: Any = conn._raw.analytic
+    cur = analytic.conn.cursor()
+    cur.execute("SELECT sessionid, maxworkers FROM sys.queue() WHERE query ILIKE %s AND query NOT ILIKE %s",
+                [f"%{table}_storage%", "%sys.queue%"])
+    return [(int(s), int(w)) for s, w in cur.fetchall()]
+
+
+def _session_id(session: Any) -> int:
+    cur = session.conn.cursor()
+    cur.execute("SELECT current_sessionid()")
+    return int(cur.fetchone()[0])
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_monetdb_runs_analytic_reads_within_the_cap(connect: Connect) -> None:
+    """The cap binds the session the analytical reads actually run on, and the engine
+    honours it: MonetDB's query queue shows the read on the analytic session with at most
+    the capped number of workers, where the same read uncapped runs on every server
+    thread (the table is large enough for MonetDB to split a scan across threads)."""
+    setup = connect()
+    cur = setup.cursor()
+    cur.execute("CREATE TABLE wide (k INTEGER PRIMARY KEY, v INTEGER)")
+    cur.execute("INSERT INTO wide SELECT value, value % 5 FROM generate_series(0, 300000)")
+    setup.commit()
+    cur.execute("SELECT CAST(value AS INTEGER) FROM sys.env() WHERE name = 'gdk_nr_threads'")
+    threads = cur.fetchone()[0]
+    scan = "SELECT v, count(*), sum(k) FROM wide WHERE k % 7 = 3 GROUP BY v ORDER BY v"
+    workers = {}
+    for option in (1, None):
+        conn = connect(analytic_workers=option)
+        read = conn.cursor()
+        read.execute(scan)
+        assert [r[:2] for r in read.fetchall()] == sorted(Counter(k % 5 for k in range(300000) if k % 7 == 3).items())
+        conn.commit()
+        analytic = conn._raw.analytic
+        assert analytic is not None, "the scan did not run as an analytical read"
+        runs = _queued_runs(conn, "wide")
+        mine = [w for s, w in runs if s == _session_id(analytic)]
+        assert mine, f"the scan did not run on the analytic session: {runs}"
+        assert not [s for s, _ in runs if s == _session_id(conn._raw)], "the scan ran on the transactions' session"
+        workers[option] = max(mine)
+    assert workers[1] <= 1
+    if threads >= 2:
+        assert workers[None] == threads
+
+
+@pytest.mark.parametrize("engine", ["monetdb"])
+def test_monetdb_queued_analytic_reads_stay_within_the_budget(connect: Connect) -> None:
+    """Under contention (clients released together by a barrier), queueing connections'
+    capped analytical reads never hold more than the analytic budget, half the server's
+    threads, at once: each read under "auto" holds all of it, so they take turns; every
+    read still answers correctly. A connection that does not queue holds none of it."""
+    _facts(connect())
+    probe = connect()
+    backend: Any = probe._backend
+    cur = probe.cursor()
+    cur.execute("SELECT CAST(value AS INTEGER) FROM sys.env() WHERE name = 'gdk_nr_threads'")
+    budget = max(1, cur.fetchone()[0] // 2)
+    probe.commit()
+    scan = "SELECT v, count(*) FROM facts WHERE v > 0 GROUP BY v ORDER BY v"
+    expected = [(v, 40) for v in range(1, 5)]
+    unqueued = connect()
+    read = unqueued.cursor()
+    read.execute(scan)
+    assert read.fetchall() == expected
+    unqueued.commit()
+    assert backend.analytic_budget.peak == 0  # a connection that does not queue holds none of it
+    clients = [connect(analytic_queue=True) for _ in range(4)]
+    start = threading.Barrier(len(clients))
+    answers: list[list[tuple]] = []
+    failures: list[BaseException] = []
+
+    def client(conn: tique.Connection) -> None:
+        try:
+            start.wait(timeout=60)
+            for _ in range(3):
+                c = conn.cursor()
+                c.execute(scan)
+                answers.append(c.fetchall())
+                conn.commit()
+        except BaseException as error:  # noqa: BLE001 - re-raised below
+            failures.append(error)
+
+    threads = [threading.Thread(target=client, args=(conn,)) for conn in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not [t for t in threads if t.is_alive()], "a queued read never ran"
+    assert not failures, failures
+    assert answers == [expected] * 12
+    assert 1 <= backend.analytic_budget.peak <= budget

@@ -351,3 +351,17 @@ def test_cli_htap_sweeps_the_analytic_worker_cap(tmp_path: Path) -> None:
     assert [p["analytic_workers"] for p in result["metrics"]["points"]] == [None, 1]
     with pytest.raises(SystemExit):
         main(["bench", "htap", "--system", "tique-duckdb", "--analytic-workers", "0"])
+
+
+def test_cli_htap_records_the_load_and_the_olap_clients_queue(tmp_path: Path) -> None:
+    """Each point records the machine's load average as it began and ended (a shared
+    machine skews a point), and --analytic-queue is recorded with the parameters."""
+    from tique.cli import main
+
+    out = tmp_path / "htap-queue.json"
+    assert main(["bench", "htap", "--system", "tique-duckdb", "--tiny", "--oltp-clients", "1", "--olap-clients", "1",
+                 "--duration", "0.5", "--analytic-queue", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["parameters"]["olap_analytic_queue"] is True
+    [point] = result["metrics"]["points"]
+    assert len(point["load_average"]) == 2 and all(x >= 0 for x in point["load_average"])

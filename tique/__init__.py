@@ -52,6 +52,10 @@ def connect(url: str, **options: Any) -> Connection:
     priority (re-execute a transaction that fails certification once, holding a
     reservation on its keys, False), analytic_workers (the most engine workers one
     analytical read may use: 'auto', a number, or None for the engine's own),
+    analytic_queue (MonetDB: the connection's capped analytical reads take turns with
+    those of the other queueing connections of this process to the database, within
+    half the server's worker threads, False: for analytics clients, not for the point
+    transactions beside them),
     isolation_level (the default level of its transactions, 'SNAPSHOT'; see
     tique/isolation.py).
     """

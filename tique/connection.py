@@ -108,6 +108,7 @@ class Connection:
         packed_keys: bool = True,
         priority: bool = False,
         analytic_workers: int | str | None = "auto",
+        analytic_queue: bool = False,
         isolation_level: str | IsolationLevel = IsolationLevel.SNAPSHOT,
     ) -> None:
         faults = frozenset(faults)
@@ -126,7 +127,11 @@ class Connection:
         if not (analytic_workers is None or analytic_workers == "auto" or (isinstance(analytic_workers, int) and analytic_workers >= 1)):
             self._backend.close_raw(self._raw)
             raise InterfaceError(f"analytic_workers must be a positive number of workers, 'auto' or None, not {analytic_workers!r}")
+        if not isinstance(analytic_queue, bool):
+            self._backend.close_raw(self._raw)
+            raise InterfaceError(f"analytic_queue must be True or False, not {analytic_queue!r}")
         self._raw.analytic_workers = analytic_workers
+        self._raw.analytic_queue = analytic_queue
         self._autocommit = autocommit
         self.buffered_writes = buffered_writes
         self.snapshot_formulation = Formulation(snapshot)

@@ -127,6 +127,11 @@ class Session:
     # engine's own. A bounded share of the engine keeps analytics from starving the
     # point transactions running beside them.
     analytic_workers: int | str | None = "auto"
+    # The session's capped analytical reads wait their turn for the database's analytic
+    # budget in this process (tique/worker_budget.py): many analytics clients together
+    # then take no more of the engine than one. For analytics clients: point
+    # transactions' own scan reads would queue behind long queries.
+    analytic_queue: bool = False
 
     @contextmanager
     def round_trip(self, sql: str = "", *, commit: bool = False, other_commits: int = 0) -> Iterator[None]:

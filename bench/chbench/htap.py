@@ -15,6 +15,7 @@ query started before the end of the run is let finish and counted.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -64,12 +65,15 @@ class HtapPoint:
     duration: float
     oltp: dict[str, Any] | None = None
     olap: OlapStats = field(default_factory=OlapStats)
+    # The machine's 1-minute load average as the point began and as it ended: other work
+    # on a shared machine skews a point, and this says how much there was beside it.
+    load: tuple[float, float] | None = None
 
     def metrics(self) -> dict[str, Any]:
         olap = self.olap
         return {
             "oltp_clients": self.oltp_clients, "olap_clients": self.olap_clients, "duration_s": self.duration,
-            "oltp": self.oltp,
+            "load_average": list(self.load) if self.load else None, "oltp": self.oltp,
             "olap": {"queries_completed": olap.completed, "rounds": olap.rounds, "seconds": olap.seconds,
                      "queries_per_s": olap.completed / olap.seconds if olap.seconds else 0.0,
                      "total_median_s": olap.total_median if olap.completed else None,
@@ -80,11 +84,11 @@ class HtapPoint:
 
 
 def _olap_client(system: System, index: int, clients: int, deadline: float, stats: OlapStats, lock: threading.Lock,
-                 queries: Sequence[Query], timeout: float | None) -> None:
+                 queries: Sequence[Query], timeout: float | None, options: dict[str, Any]) -> None:
     runs: dict[str, list[float]] = {}
     errors: list[str] = []
     try:
-        conn = system.connect()
+        conn = system.connect(**options)
     except Exception as error:  # noqa: BLE001 - reported with the results
         with lock:
             stats.errors.append(f"connect: {type(error).__name__}: {error}"[:500])
@@ -112,8 +116,10 @@ def _olap_client(system: System, index: int, clients: int, deadline: float, stat
 
 
 def run_point(system: System, loaded: Loaded, oltp_clients: int, olap_clients: int, duration: float,
-              queries: Sequence[Query] = QUERIES, query_timeout: float | None = None, seed: int = 42) -> HtapPoint:
-    """OLTP and OLAP clients together for `duration` seconds."""
+              queries: Sequence[Query] = QUERIES, query_timeout: float | None = None, seed: int = 42,
+              olap_options: dict[str, Any] | None = None) -> HtapPoint:
+    """OLTP and OLAP clients together for `duration` seconds. `olap_options`: tique
+    connect options of the OLAP clients alone (analytic_queue)."""
     from bench.tpcc.run import run as run_tpcc
 
     point = HtapPoint(system.name, oltp_clients, olap_clients, duration)
@@ -126,12 +132,14 @@ def run_point(system: System, loaded: Loaded, oltp_clients: int, olap_clients: i
         except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
             oltp_error.append(error)
 
+    load_before = _load_1min()
     began = time.perf_counter()
     deadline = began + duration
     lock = threading.Lock()
     threads = [threading.Thread(target=oltp, name="htap-oltp", daemon=True)] if oltp_clients else []
     threads += [threading.Thread(target=_olap_client, name=f"htap-olap-{i}", daemon=True,
-                                 args=(system, i, olap_clients, deadline, point.olap, lock, queries, query_timeout))
+                                 args=(system, i, olap_clients, deadline, point.olap, lock, queries, query_timeout,
+                                       dict(olap_options or {})))
                 for i in range(olap_clients)]
     for t in threads:
         t.start()
@@ -141,6 +149,9 @@ def run_point(system: System, loaded: Loaded, oltp_clients: int, olap_clients: i
     for t in threads:
         t.join(timeout=max(0.0, limit - time.perf_counter()))
     point.olap.seconds = time.perf_counter() - began if olap_clients else 0.0
+    load_after = _load_1min()
+    if load_before is not None and load_after is not None:
+        point.load = (load_before, load_after)
     if oltp_error:
         raise oltp_error[0]
     if oltp_result:
@@ -152,6 +163,13 @@ def run_point(system: System, loaded: Loaded, oltp_clients: int, olap_clients: i
     if stuck:
         point.olap.errors.append(f"still running after the time limit: {', '.join(stuck)}")
     return point
+
+
+def _load_1min() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def sweep_points(sweep: str | None, oltp_clients: int, olap_clients: int, counts: Sequence[int]) -> list[tuple[int, int]]:
@@ -174,11 +192,14 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
               duration: float = 60.0, sweep: str | None = None, counts: Sequence[int] = (), url: str | None = None,
               out: str | None = None, scale: Scale = FULL, seed: int = 1, checkpoint_ms: int | None = 1000,
               query_timeout: float | None = None, system: System | None = None, console: Any = None,
-              progress: bool = True, analytic_workers: Sequence[int | str | None] = ("auto",)) -> Result:
+              progress: bool = True, analytic_workers: Sequence[int | str | None] = ("auto",),
+              analytic_queue: bool = False) -> Result:
     """Loads (or reuses), then runs each point of the sweep (or the one point) in turn on
     the same database; writes `out` and prints a table. A tique system runs the points
     once per `analytic_workers` value (the connect option capping the engine workers of
-    an analytical read): the trade-off between OLTP kept and OLAP slowed, side by side."""
+    an analytical read): the trade-off between OLTP kept and OLAP slowed, side by side.
+    `analytic_queue`: the OLAP clients (only) connect with that option, their capped
+    reads taking turns within the analytic budget."""
     from bench.console import report_console
 
     console = console or report_console()
@@ -192,7 +213,9 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
             "duration_s": duration, "sweep": sweep, "counts": list(counts), "scale": asdict(loaded.scale),
             "full_scale": loaded.scale == FULL, "seed": seed, "checkpoint_ms": checkpoint_ms,
             "query_timeout_s": query_timeout, "clients_are": "threads", "analytic_workers": list(analytic_workers),
-            "tique_options": dict(system.tique_options) if system.through_tique else None})
+            "tique_options": dict(system.tique_options) if system.through_tique else None,
+            "olap_analytic_queue": analytic_queue if system.through_tique else None})
+        olap_options = {"analytic_queue": True} if analytic_queue and system.through_tique else {}
         points = []
         for workers in analytic_workers if system.through_tique else [None]:
             if system.through_tique:
@@ -202,7 +225,8 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
                     console.print(f"{system.name}: {oltp} OLTP + {olap} OLAP client(s) for {duration:g} s"
                                   + (f", analytic_workers={workers}" if system.through_tique else ""))
                 analyze(system)
-                point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n)
+                point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n,
+                                  olap_options=olap_options)
                 points.append({**point.metrics(), "analytic_workers": workers if system.through_tique else None})
         result.metrics = {"points": points}
         return finish(result, out, show, console)
@@ -217,10 +241,10 @@ def show(result: Result, console: Any = None) -> None:
         workers = workers if workers is not None else ("none" if result.system.startswith("tique-") else "-")
         rows.append([point["oltp_clients"], point["olap_clients"], workers, oltp.get("txn_per_s"), oltp.get("tpmC"),
                      round(oltp["abort_rate"] * 100, 1) if oltp else None, olap["queries_completed"], olap["rounds"],
-                     olap["total_median_s"]])
+                     olap["total_median_s"], "/".join(f"{x:g}" for x in point.get("load_average") or ()) or None])
     title = f"HTAP {result.system}: W={p['warehouses']}, {p['duration_s']:g} s per point" + (
-        f", sweep {p['sweep']}" if p["sweep"] else "")
-    table(title, ["OLTP", "OLAP", "workers", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s"], rows, console)
+        f", sweep {p['sweep']}" if p["sweep"] else "") + (", OLAP clients queue for the analytic budget" if p.get("olap_analytic_queue") else "")
+    table(title, ["OLTP", "OLAP", "workers", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s", "load 1m begin/end"], rows, console)
     from bench.console import report_console
 
     console = console or report_console()

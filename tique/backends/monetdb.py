@@ -31,6 +31,7 @@ from tique.rewrite.params import MARKED, ROWS, Compiled, RowTemplate, render_mar
 from tique.rewrite.templates import data_type, template_text
 from tique.rewrite.writes import NEW
 from tique.session import Counters, Session as BaseSession, step
+from tique.worker_budget import WorkerBudget
 
 
 
@@ -366,6 +367,8 @@ class MonetDBBackend(Backend):
         self.oracle = MonetDBOracle(self.rows, self._recover_from_log, self.insert_abort_outcome)
         self._server_threads: int | None = None  # gdk_nr_threads, read once
         self._nonempty_seen: dict[str, float] = {}  # cache table -> when a count last found rows in it
+        # The workers this process's capped analytical reads hold together (auto's share).
+        self.analytic_budget = WorkerBudget()
 
     # -- connections -----------------------------------------------------------
     def open(self, counters: Counters | None = None) -> Session:
@@ -397,6 +400,7 @@ class MonetDBBackend(Backend):
                 limit = self._worker_limit(analytic, raw.analytic_workers)
                 if limit is not None:
                     self._set_worker_limit(analytic, limit)
+            analytic.analytic_queue = raw.analytic_queue
             raw.analytic = analytic
         if raw.analytic_workers == "auto":
             self._adapt_worker_limit(raw, raw.analytic)
@@ -442,12 +446,14 @@ class MonetDBBackend(Backend):
         MonetDB's own (every core)."""
         if wanted != "auto":
             return wanted if isinstance(wanted, int) else None
-        return self._half_the_threads(analytic)
+        return self._analytic_share(analytic)
 
-    def _half_the_threads(self, analytic: Session) -> int:
+    def _analytic_share(self, session: Session) -> int:
+        """Half the server's worker threads, at least one: what "auto" gives one analytical
+        read, and what the capped analytical reads of this process hold together."""
         if self._server_threads is None:
-            cur = analytic.conn.cursor()
-            with analytic.round_trip():
+            cur = session.conn.cursor()
+            with session.round_trip():
                 cur.execute("SELECT value FROM sys.env() WHERE name = 'gdk_nr_threads'")
                 row = cur.fetchone()
             self._server_threads = int(row[0]) if row and str(row[0]).isdigit() else 1
@@ -479,7 +485,7 @@ class MonetDBBackend(Backend):
             # Until the main session's id is known it counts as other work: capped, as before.
             cur.execute(_OTHER_WORK, [-1 if raw.main_session_id is None else raw.main_session_id, int(self.busy_window_s)])
             busy = bool(cur.fetchone()[0])
-        wanted = self._half_the_threads(analytic) if busy else 0
+        wanted = self._analytic_share(analytic) if busy else 0
         if wanted != analytic.worker_limit:
             self._set_worker_limit(analytic, wanted)
 
@@ -507,7 +513,13 @@ class MonetDBBackend(Backend):
         split = _insert_of_query(sql)
         if split is not None:
             return self._insert_via_client(raw, split, values, getattr(sql, "target_rows", None))
-        cur = self._run(raw, text, values)
+        if analytic and raw.analytic_queue and raw.worker_limit:  # 0: the engine's own, no cap to share
+            # Queueing reads share the analytic budget (tique/worker_budget.py): six OLAP
+            # clients capped at one worker each would otherwise still take six threads.
+            with self.analytic_budget.held(raw.worker_limit, self._analytic_share(raw)):
+                cur = self._run(raw, text, values)
+        else:
+            cur = self._run(raw, text, values)
         if any(_LABEL.match(d[0]) for d in cur.description or ()) and (naming := getattr(sql, "naming", None)) is not None:
             # PREPARE may fail, which would abort an open engine transaction: learn the
             # names on the other session then (they do not depend on the session).
