@@ -66,19 +66,13 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   order it was loaded in, sys.storage shows it sorted again), and writers' appends
   refill the slots step 3 freed; in one transaction with the DELETE neither can, and
   the tables grow out of order instead.
-- In place (backends with checkpoint_updates_in_place: MonetDB, packed tables). Step 1
-  updates the storage row of each key whose newest stable version is live to that
-  version, and deletes only the rows of keys whose newest stable version is a tombstone;
-  step 2 appends only the keys storage lacks. Measured on 11.45: MonetDB answers an
-  equality filter through a column's hash (the HUGEINT packed key's as well) only while
-  the table has no deleted rows; with any, it scans the column. Deleting and appending
-  every moved key left deleted rows whenever a transaction was open (their slots are
-  reused only once none that could see them runs), so under load point reads scanned
-  storage: on 1.6M rows 5-14 ms against 2-3 ms, growing with the table. The invariant
-  above holds for each of step 1's two statements: each leaves the key's stable cache
-  versions in place, and storage holds at most one row per key. The anti-join of step
-  2 matches by the packed key, no column of storage's PRIMARY KEY, so it never goes
-  through that key's index (which still finds deleted rows: tique/rewrite/snapshot.py).
+- Not in place. Updating a packed table's storage rows in place on MonetDB (an UPDATE
+  ... FROM the stable versions, deleting only tombstoned keys' rows and appending only
+  keys storage lacks) left storage without deleted rows, which MonetDB needs to answer an
+  equality filter through a column's hash; but MonetDB 11.45 crashed (a segfault in its
+  optimizer's column statistics) within seconds of TPC-C at 6 clients with that step, in
+  every run, and in none without it (tests/test_monetdb_checkpoint_load.py). So every
+  engine deletes and appends.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds (less its wait for older readers) is followed by a
   wait of d * (1 - share) / share, at least the configured interval and at most
@@ -116,7 +110,6 @@ from typing import Any
 from sqlglot import exp
 
 from tique.backends.base import Backend, user_terms
-from tique.catalog import TableDef
 from tique.pause import Pause
 from tique.rewrite import facts
 from tique.rewrite.params import Compiled
@@ -251,16 +244,10 @@ class Checkpointer:
         if found is None:
             table = self.backend.catalog_tables(self.raw, [(name, ddl)])[name]
             names = {step: f"common/checkpoint_{step}.sql" for step in TABLE_STEPS}
-            in_place = self.backend.checkpoint_updates_in_place and table.packed
-            if in_place:
-                names["insert_storage"] = "monetdb/checkpoint_insert_new_keys.sql"
             found = []
             for step in TABLE_STEPS:
                 (tree,) = table_template(names[step], table, table.physical_columns, self.backend.key_hash)
                 found.append([self.backend.compile(facts.internal_insert(tree) if isinstance(tree, exp.Insert) else tree)])
-            if in_place:
-                found[0] = [*_update_in_place(table, self.backend), self.backend.compile(
-                    table_template("monetdb/checkpoint_delete_tombstoned.sql", table, table.physical_columns, self.backend.key_hash)[0])]
             self._compiled[key] = found
         return found
 
@@ -490,20 +477,6 @@ class Checkpointer:
         for step in purge.metadata:
             self._execute(step, purge.context)
         return purged
-
-
-def _update_in_place(table: TableDef, backend: Backend) -> list[Compiled]:
-    """The UPDATE of step 1 for a table the checkpointer updates in place (see
-    sql/monetdb/checkpoint_update_storage.sql): every column but the key's takes the
-    newest stable version's value; no statement when the key is every column (nothing to set)."""
-    (tree,) = table_template("monetdb/checkpoint_update_storage.sql", table, table.physical_columns, backend.key_hash)
-    kept = set(table.key) | set(table.match_key)
-    assignments = [exp.EQ(this=exp.column(c, quoted=True), expression=exp.column(c, "tq_stable_versions", quoted=True))
-                   for c in table.physical_columns if c not in kept]
-    if not assignments:
-        return []
-    tree.set("expressions", assignments)
-    return [backend.compile(tree)]
 
 
 def _target(statement: exp.Expression) -> str:

@@ -152,12 +152,6 @@ class Backend(ABC):
     # round moved waits until every transaction begun before the move has ended
     # (purge_fence, began_before).
     purge_waits_for_older_readers = False
-    # The checkpointer's step 1 updates a packed table's storage rows in place and deletes
-    # only those of tombstoned keys, and step 2 appends only keys storage lacks
-    # (sql/monetdb/checkpoint_*.sql): MonetDB answers an equality filter through a
-    # column's hash only on a table without deleted rows, so deleting and appending every
-    # moved key made point reads scan storage (tique/checkpoint.py, "In place").
-    checkpoint_updates_in_place = False
 
     def purge_fence(self, raw: Any) -> int:
         """A mark after which every tique transaction that begins is told apart from

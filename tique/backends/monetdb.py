@@ -997,7 +997,6 @@ class MonetDBBackend(Backend):
     # afterwards miss some of those rows while others append to the table, though it still
     # sees the storage rows it began with: see tique/checkpoint.py, "Older readers".
     purge_waits_for_older_readers = True
-    checkpoint_updates_in_place = True
 
     def purge_fence(self, raw: Any) -> int:
         return self.oracle.fence(raw)
