@@ -41,11 +41,12 @@ def test_one_engine_commit_carries_all_writes(connect: Connect, engine: str) -> 
     done = conn.counters
     commit = done - before_commit
     total = done - start
-    # Writes + write-set, and the outcome row; PostgreSQL's publish writes its clock row.
-    # Begin commits nothing anywhere (PostgreSQL registers a transaction by an advisory lock).
-    assert commit.engine_commits == (3 if engine == "postgres" else 2), commit
+    # Writes + write-set, and the outcome row (on PostgreSQL in the same engine commit);
+    # PostgreSQL's publish writes its clock row. Begin commits nothing anywhere
+    # (PostgreSQL registers a transaction by an advisory lock).
+    assert commit.engine_commits == 2, commit
     assert total.engine_commits == commit.engine_commits
-    if engine == "postgres":  # one request: take cts, write-set, COMMIT; marker, COMMIT; publish
+    if engine == "postgres":  # one request: take cts, write-set, key locks, marker, COMMIT; publish
         assert commit.round_trips == 1, commit
     assert commit.round_trips >= 1 and total.engine_ns > 0
     other = connect()

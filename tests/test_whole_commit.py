@@ -128,3 +128,110 @@ def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect)
     assert not failures, failures
     assert committed
     assert rows(setup, "SELECT n FROM counter WHERE id = 1") == [(len(committed),)]
+
+
+def _key_hash(native: Callable[[str], list[tuple]], table: str, key: int) -> int:
+    """The write-set hash of `table`'s row with primary key `key` (PostgresBackend.key_hash)."""
+    return int(native(f"SELECT hashtextextended(concat_ws('|', '{table}', CAST({key} AS TEXT)), 0)")[0][0])
+
+
+def _waiting_for_a_key_lock(native: Callable[[str], list[tuple]]) -> bool:
+    return bool(native("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND NOT granted "
+                       "AND classid <> 7411"))  # a key lock (tq_lock_write_set), not a latch
+
+
+@pytest.mark.parametrize("path", ["whole", "serializable", "schema change"])
+def test_a_writer_certifies_only_after_an_overlapping_write_set_that_locked_first_committed(
+        connect: Connect, native: Any, url: str, path: str) -> None:
+    """An overlapping writer (played by a native session) has logged a write-set for the
+    key under a commit timestamp above our start and holds its key lock, uncommitted.
+    Our commit, on every PostgreSQL path (whole commit; SERIALIZABLE's two requests; a
+    schema-changing commit's write-set beside the engine transaction), waits for that lock;
+    once the other commits (as committed), our certification sees it and aborts us. Without
+    the lock our certification would have read before the other's commit, missed it, and
+    both would have committed the key."""
+    setup = connect()
+    run(setup, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    run(setup, "INSERT INTO t VALUES (1, 10)")
+    setup.commit()
+    conn = connect(isolation_level="serializable" if path == "serializable" else "snapshot")
+    run(conn, "UPDATE t SET v = 20 WHERE id = 1")  # the start timestamp is taken
+    if path == "schema change":
+        run(conn, "CREATE TABLE side_table (id INTEGER PRIMARY KEY)")
+    key = _key_hash(native, "t", 1)
+    import psycopg
+
+    holder = psycopg.connect(url)  # not autocommitted: one transaction until holder.commit()
+    try:
+        holder.execute("INSERT INTO tq_write_sets (txid, cts, key_hash) VALUES (999999, nextval('tq_cts_seq'), %s)", [key])
+        (cts,), = holder.execute("SELECT currval('tq_cts_seq')").fetchall()
+        holder.execute("SELECT tq_lock_write_set(999999)")
+        outcome: list[BaseException | None] = []
+
+        def commit() -> None:
+            try:
+                conn.commit()
+                outcome.append(None)
+            except BaseException as error:
+                outcome.append(error)
+
+        thread = threading.Thread(target=commit)
+        thread.start()
+        waited = False
+        for _ in range(600):  # until the commit waits for the key lock (bounded: 60 s)
+            if _waiting_for_a_key_lock(native):
+                waited = True
+                break
+            if not thread.is_alive():
+                break
+            thread.join(0.1)
+        assert waited, f"the commit did not wait for the key lock: {outcome}"
+        holder.execute("INSERT INTO tq_outcome (cts, txid, did_commit) VALUES (%s, 999999, TRUE)", [cts])
+        holder.commit()
+    finally:
+        holder.close()
+    thread.join(90)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], tique.SerializationFailure), outcome
+    conn.rollback()
+    assert rows(setup, "SELECT v FROM t WHERE id = 1") == [(10,)]
+    setup.commit()
+
+
+def test_increments_racing_through_both_commit_paths_lose_no_update(connect: Connect) -> None:
+    """Whole commits (SNAPSHOT, certifying inside their engine transaction) and
+    two-request commits (SERIALIZABLE, certifying after their write-set committed) racing
+    on one key: first committer wins across the two paths, so the counter equals the
+    number of commits that returned."""
+    setup = connect()
+    run(setup, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
+    run(setup, "INSERT INTO counter VALUES (1, 0)")
+    setup.commit()
+    committed: list[str] = []
+    failures: list[BaseException] = []
+    levels = ["snapshot", "serializable", "snapshot", "serializable"]
+    start = threading.Barrier(len(levels), timeout=60)
+
+    def client(level: str) -> None:
+        conn = connect(isolation_level=level)
+        try:
+            start.wait()
+            for _ in range(25):
+                try:
+                    run(conn, "UPDATE counter SET n = n + 1 WHERE id = 1")
+                    conn.commit()
+                    committed.append(level)
+                except tique.SerializationFailure:
+                    conn.rollback()
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=client, args=(level,)) for level in levels]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert not any(thread.is_alive() for thread in threads)
+    assert not failures, failures
+    assert committed
+    assert rows(setup, "SELECT n FROM counter WHERE id = 1") == [(len(committed),)]

@@ -19,14 +19,13 @@ Commit of a writer, in order:
    flag of the outcome row we insert. That insert is the single atomic commit point;
 4. publish: the oracle advances the snapshot past our commit timestamp in commit
    order, and commit returns only once transactions that begin later see it.
-On PostgreSQL steps 1-4 travel in one request (_commit_whole, PostgresBackend.commit_whole):
-the timestamp, the write-set and the COMMIT of the writes; then the outcome row in an
-engine transaction of its own and its COMMIT; then publish. The server starts each
-statement of a request only once the one before it returned, so step 2's COMMIT has
-returned before step 3 starts, as the invariant below requires, and publish starts only
-once the outcome row's COMMIT returned; the statements after the timestamp read it from
-the session (currval). A commit at SERIALIZABLE, with rows read FOR SHARE, or held at a
-debug pause point sends steps 1-2 in one request and steps 3-4 in one more
+On PostgreSQL steps 1-4 travel in one request and steps 1-3 commit as one engine
+transaction (_commit_whole, PostgresBackend.commit_whole): inside the engine transaction
+of the writes, the timestamp, the write-set, the write-set's key locks, then the outcome
+row (certify and mark), and its COMMIT; then publish, which starts only once that COMMIT
+returned. The statements after the timestamp read it from the session (currval). A
+commit at SERIALIZABLE, with rows read FOR SHARE, or held at a debug pause point sends
+steps 1-2 (with the key locks) in one request and steps 3-4 in one more
 (PostgresBackend.commit_then).
 On MonetDB the steps travel in two requests (_commit_in_requests): the write-set's
 hashes are read, and only then the timestamp taken, in the first; the write-set insert and
@@ -42,9 +41,26 @@ on the session (Session.held) and travel in front of the transaction's next stat
 inside the same engine transaction, so the transaction reads them and the write-set
 read sees them; only rows that provably fit their columns wait, so no error moves from
 the statement that caused it to a later one.
-Invariant: step 2 commits before step 3 starts in every transaction, so of two
-overlapping writers of a key the one that certifies second always sees the other's
-write-set. Versions in the cache are invisible to every other transaction until their
+Invariant: of two overlapping writers of a key, the one that certifies second sees the
+other's write-set committed. On DuckDB and MonetDB, and on PostgreSQL's two-request path,
+because step 2 commits before step 3 starts in every transaction. On PostgreSQL, where a
+whole commit certifies inside the engine transaction of its write-set (nothing of it is
+committed yet), because every engine transaction that commits a write-set first takes
+an exclusive lock on each of its key hashes (tq_lock_write_set, in one statement, in hash
+order, so no two wait for each other in a cycle), held until it ends, and certifies, if
+it does, only in a later statement: at READ COMMITTED that statement's snapshot is taken
+after the locks were granted, that is after every overlapping write-set that locked a key
+first was committed (PostgreSQL makes a commit visible before it releases the locks). So
+of two overlapping writers A and B, say A locked first: B's certification (a later
+statement of B's locking transaction, or after its commit) reads A's write-set and, if
+A committed it with its outcome, that outcome; B aborts unless A aborted. If A certifies
+after its lock transaction committed (the two-request path), it sees B's write-set only
+if B's transaction committed first, but then B had seen A's undecided write-set, which
+counts as a conflict, and aborted. So at most one of the two commits, whichever paths
+they take. A schema-changing commit (below) locks its write-set in the transaction that
+logs it beside the engine transaction. A priority reservation (reserve) logs a write-set
+without locks, but certifies nothing on it: its re-execution commits like any writer.
+Versions in the cache are invisible to every other transaction until their
 transaction's outcome row says it committed, so committing them (step 2) before the
 marker (step 3) exposes nothing; an abort outcome makes the checkpointer purge them.
 
@@ -61,20 +77,21 @@ write-sets it certifies against (above its start) stay logged.
 
 Engine commits and durability (PostgreSQL, where each could wait for a WAL flush): a
 reader makes none (begin and end take and drop a lock, its reads write nothing); a
-writer makes three: step 2 (its writes, its write-set and tq_committing's row),
-step 3 (the outcome row) and step 4 (publish moves the clock row). Only step 3 commits
-with the server's synchronous_commit; steps 2 and 4 commit with synchronous_commit =
-off. No acknowledged commit can be lost: commit() returns only after step 3 committed,
-so its commit record is flushed (publish, in the same request, starts only after that
-COMMIT returned), and the WAL is flushed in order, so step 2 (whose commit precedes
-step 3's start) is on disk with it. A crash can lose only a suffix of
-the WAL: losing step 2 loses a transaction whose outcome row was never written, which
-the client was never told committed; losing step 4 (or a resolver's abort outcome,
-written by publish) leaves a commit timestamp undecided or unpublished, which recovery
-(tq_recover) aborts or publishes, as it would after any crash. Readers see a version
-only through a committed outcome row, which PostgreSQL makes visible only once it is
-flushed, so nobody reads a commit a crash can take back. A durable writer waits for
-one flush, a reader for none.
+writer's whole commit makes two: steps 1-3 (its writes, its write-set, tq_committing's
+row and the outcome row, which commit with the server's synchronous_commit: tq_take_cts
+with p_durable) and step 4 (publish moves the clock row, with synchronous_commit = off).
+A writer on the two-request path makes three: step 2 (asynchronous), step 3 (the outcome
+row, durable) and step 4 (asynchronous). No acknowledged commit can be lost:
+commit() returns only after the outcome row committed, so its commit record is flushed
+(publish, in the same request, starts only after that COMMIT returned), and the WAL is
+flushed in order, so a step 2 committed apart (before step 3's start) is on disk with
+it. A crash can lose only a suffix of the WAL: losing a whole commit, or a step 2, loses
+a transaction whose outcome row was never flushed, which the client was never told
+committed; losing step 4 (or a resolver's abort outcome, written by publish) leaves a
+commit timestamp undecided or unpublished, which recovery (tq_recover) aborts or
+publishes, as it would after any crash. Readers see a version only through a committed
+outcome row, which PostgreSQL makes visible only once it is flushed, so nobody reads a
+commit a crash can take back. A durable writer waits for one flush, a reader for none.
 
 READ COMMITTED (Transaction.level): each statement reads the newest snapshot, taken
 from the oracle when the statement starts (the begin's own for the first statement),
@@ -561,7 +578,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=True) if reads is not None else []
             txn.engine_open = False
             with step(raw, "take cts + write-set + engine commit"):
-                cursors = backend.commit_engine(raw, [take, *([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
+                cursors = backend.commit_engine(raw, [take, *_logged_and_locked(backend, txn, ws, ctx), *logged])
             cts = int(cursors[0].fetchone()[0])
             ctx["tq_cts"] = cts
         else:
@@ -570,7 +587,7 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
             logged = sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             txn.engine_open = False
             with step(raw, "write-set + engine commit"):
-                backend.commit_engine(raw, [*([(ws.sql, ws.values((), ctx))] if ws else []), *logged])
+                backend.commit_engine(raw, [*_logged_and_locked(backend, txn, ws, ctx), *logged])
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
         if cts is None and take is not None:
@@ -635,38 +652,47 @@ def commit_writer(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
     return _published(backend, raw, txn, tables, sql, ctx, cts, committed, lost, timeout, read_conflict=read_conflict)
 
 
+def _logged_and_locked(backend: Backend, txn: Transaction, ws: Compiled | None, ctx: dict[str, int]) -> list[tuple[str, Any]]:
+    """The write-set's insert and, where whole commits certify inside the engine
+    transaction of their write-set, its key locks (see the invariant): none without a write-set."""
+    if ws is None:
+        return []
+    lock = backend.lock_write_set(txn.txid)
+    return [(ws.sql, ws.values((), ctx)), *([lock] if lock is not None else [])]
+
+
 def _commit_whole(backend: Backend, raw: Any, txn: Transaction, tables: list[TableDef], sql: CommitStatements,
                   timeout: float) -> int:
-    """commit_writer's steps 1-4 in one request (PostgreSQL, PostgresBackend.commit_whole):
-    take the commit timestamp, log the write-set under it and commit the engine
-    transaction (steps 1-2); then certify and insert the outcome row in an engine
-    transaction of its own and commit it, durably (step 3); then publish (step 4). The
-    server starts each statement only once the one before it returned, so step 2's commit
-    precedes step 3, as the invariant requires; the statements after the timestamp read it
-    from the session (currval), so none waits for the client. Nothing is held longer than
-    in separate requests: the timestamp is taken first thing in the request, and given up
-    by publish at its end."""
+    """commit_writer's steps 1-4 in one request and one durable engine commit (PostgreSQL,
+    PostgresBackend.commit_whole): inside the engine transaction of the writes, take the
+    commit timestamp, log the write-set under it, take its key locks, then certify and
+    insert the outcome row, and COMMIT that engine transaction; then publish. Certification
+    is a statement after the one that took the key locks, so (the engine transaction runs
+    at READ COMMITTED) it reads as of a snapshot taken once every overlapping writer that
+    locked a key first has committed: see the invariant. The statements after the
+    timestamp read it from the session (currval), so none waits for the client."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts}
     ws = sql.write_set(tables, taken_in_request=True)
-    assert ws is not None
+    lock = backend.lock_write_set(txn.txid)
+    assert ws is not None and lock is not None
     marker = sql.commit_marker_taken()
     txn.engine_open = False
-    with step(raw, "take cts + write-set + engine commit + certify + outcome + publish"):
-        done = backend.commit_whole(raw, [oracle.take_statement(txn.txid), (ws.sql, ws.values((), ctx))],  # type: ignore[attr-defined]
+    with step(raw, "take cts + write-set + key locks + certify + outcome + engine commit + publish"):
+        done = backend.commit_whole(raw, [oracle.take_statement(txn.txid, durable=True), (ws.sql, ws.values((), ctx)), lock],  # type: ignore[attr-defined]
                                     (marker.sql, marker.values((), ctx)), oracle.publish_taken_statement(raw, txn.txid, timeout))  # type: ignore[attr-defined]
-    if not done.writes_committed:
+    if not done.committed:
         _rollback_quietly(backend, raw, txn)  # a no-op: commit_whole left no engine transaction open
         cts = oracle.taken_after_failure(raw)  # the request may have taken one
+        if cts is not None and done.error is not None and backend.is_unique_violation(done.error):
+            # A timeout resolver decided cts first (an abort): the outcome row's insert failed,
+            # and the engine transaction with the writes was rolled back.
+            ctx["tq_cts"] = cts
+            return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
         _failed_before_outcome(backend, raw, txn, cts, timeout,
                                done.error or OperationalError(f"the engine rolled back the writes of transaction {txn.txid} at commit"))
     cts = int(done.cursors[0].fetchone()[0])
     ctx["tq_cts"] = cts
-    if not done.marker_committed:
-        if done.error is not None and backend.is_unique_violation(done.error):  # a timeout resolver decided cts first: an abort
-            return _published(backend, raw, txn, tables, sql, ctx, cts, False, True, timeout)
-        _give_back(backend, raw, txn.txid, cts, timeout)  # outcome unknown to us: make sure it is an abort
-        raise OperationalError(f"commit of transaction {txn.txid} failed: {done.error or 'its outcome row was rolled back'}") from done.error
     oracle.published(raw, txn.txid)
     committed = bool(done.marker.fetchone()[0])
     if done.error is not None:
@@ -744,6 +770,8 @@ def commit_schema_change(backend: Backend, raw: Any, txn: Transaction, tables: l
         try:
             cts = _timestamp(backend, side, txn, cts, ctx, timeout, pause)
             logged = [_write_set_insert(txn.txid, cts, hashes[first:first + 500]) for first in range(0, len(hashes), 500)]
+            if hashes and (lock := backend.lock_write_set(txn.txid)) is not None:
+                logged.append(lock)  # see the invariant: committed, then certified, like any write-set
             logged += sql.reads.log(reads.keyed, ctx, taken_in_request=False) if reads is not None else []
             if logged:
                 with step(side, "write-set + its own engine commit"):

@@ -32,18 +32,19 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tq_read_sets (txid BIGINT NOT NULL, cts BIGI
 CREATE INDEX IF NOT EXISTS tq_read_sets_txid ON tq_read_sets (txid);
 CREATE INDEX IF NOT EXISTS tq_read_sets_cts ON tq_read_sets (cts);
 
--- Durability: only a transaction's commit marker (the INSERT into tq_outcome that
--- decides it) commits with the server's synchronous_commit setting. Every other commit
--- of the protocol (the engine transaction carrying the writes and the write-set,
--- publish, the checkpointer's steps) commits asynchronously (synchronous_commit = off
--- for that transaction only), and begin and end write nothing at all (a reader is
--- registered by an advisory lock, see tq_begin). That is safe because the WAL is
--- flushed in order: a marker flushed to disk flushes every commit written before it,
--- so by the time commit() returns, the transaction's writes are as durable as its
--- marker; and a crash that loses asynchronous commits loses a suffix of the WAL, which
--- recovery treats like any crash (undecided commit timestamps are aborted, the
--- checkpointer's steps are idempotent). A durable writer thus waits for one flush
--- instead of three, and a reader for none.
+-- Durability: only the engine commit that carries a transaction's commit marker (the
+-- INSERT into tq_outcome that decides it) commits with the server's synchronous_commit
+-- setting; in a whole commit that is the same engine transaction as its writes and
+-- write-set (tq_take_cts with p_durable). Every other commit of the protocol (the writes
+-- and the write-set where they commit apart from the marker, publish, the checkpointer's
+-- steps) commits asynchronously (synchronous_commit = off for that transaction only), and
+-- begin and end write nothing at all (a reader is registered by an advisory lock, see
+-- tq_begin). That is safe because the WAL is flushed in order: a marker flushed to disk
+-- flushes every commit written before it, so by the time commit() returns, the
+-- transaction's writes are as durable as its marker; and a crash that loses asynchronous
+-- commits loses a suffix of the WAL, which recovery treats like any crash (undecided
+-- commit timestamps are aborted, the checkpointer's steps are idempotent). A durable
+-- writer thus waits for one flush, and a reader for none.
 
 -- The oracle: transaction ids, start timestamps and commit timestamps, shared by
 -- every client process. tq_clock.snapshot is the newest commit timestamp such that
@@ -94,10 +95,15 @@ $$;
 -- Commit timestamp: logged in tq_committing before it is returned. The session-level
 -- advisory lock on it is held until tq_publish, and the server drops it if the client
 -- dies, which is how successors learn that an owner is gone without polling.
-CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+-- p_durable: the calling transaction also commits the outcome row (tique/transaction.py,
+-- _commit_whole), so it commits with the server's synchronous_commit; otherwise it
+-- carries the writes and the write-set only and commits asynchronously.
+CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT, p_durable BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE c BIGINT;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
+  IF NOT p_durable THEN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see Durability above
+  END IF;
   -- Held until this call commits: tq_publish waits these out before it declares a
   -- timestamp with no committing row a gap (see there).
   PERFORM pg_advisory_xact_lock_shared(7411, 3);
@@ -105,6 +111,27 @@ BEGIN
   PERFORM pg_advisory_lock(c);
   INSERT INTO tq_committing (txid, cts) VALUES (p_txid, c);
   RETURN c;
+END $$;
+CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE sql AS $$
+  SELECT tq_take_cts(p_txid, FALSE);
+$$;
+
+-- Key locks: the engine transaction that commits a write-set first takes an exclusive
+-- transaction-level advisory lock on each of its key hashes (the two-integer form, whose
+-- keys tique's other advisory locks leave alone but for the latches (7411, n), which a
+-- hash collision would only make it wait for), in ascending hash order, so two such
+-- transactions never wait for each other in a cycle. Of two overlapping writers of a key,
+-- the second to lock it thus runs every later statement, certification included, only
+-- after the first's write-set (and, in a whole commit, outcome) committed
+-- (tique/transaction.py, the invariant).
+CREATE OR REPLACE FUNCTION tq_lock_write_set(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE h BIGINT; n BIGINT := 0;
+BEGIN
+  FOR h IN SELECT DISTINCT w.key_hash FROM tq_write_sets w WHERE w.txid = p_txid ORDER BY w.key_hash LOOP
+    PERFORM pg_advisory_xact_lock((h >> 32)::int, h::bit(32)::int);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
 END $$;
 
 -- Advances the snapshot to p_target once every commit timestamp up to it has an outcome:

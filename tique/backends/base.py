@@ -239,6 +239,13 @@ class Backend(ABC):
     # needs commit_whole() (PostgreSQL).
     commits_whole = False
 
+    def lock_write_set(self, txid: int) -> tuple[str, list] | None:
+        """A statement that takes the key locks of the write-set `txid` logged in the open
+        engine transaction, held until it ends (see the invariant in tique/transaction.py),
+        where certification may run inside the engine transaction that commits a write-set
+        (commits_whole); None elsewhere."""
+        return None
+
     def request(self, raw: Any, statements: Sequence[tuple[str, Sequence[Any]]],
                 commit: bool = False, other_commits: int = 0) -> tuple[list[list[tuple]], list[int]]:
         """Sends `statements` as one request; returns the rows of each query among them

@@ -97,12 +97,11 @@ PREPARED_MAX = 512
 @dataclasses.dataclass
 class WholeCommit:
     """What PostgresBackend.commit_whole's request did: the cursors of the writes, whether
-    their COMMIT and the marker's went through, the marker's cursor, and the first error
-    (a failure after the marker's COMMIT is one of `then`)."""
+    the COMMIT of the engine transaction (writes, write-set and marker) went through, the
+    marker's cursor, and the first error (a failure after the COMMIT is one of `then`)."""
     cursors: list = dataclasses.field(default_factory=list)
-    writes_committed: bool = False
+    committed: bool = False
     marker: Any = None
-    marker_committed: bool = False
     error: psycopg.Error | None = None
 
 
@@ -267,18 +266,21 @@ class PostgresBackend(Backend):
 
     commits_whole = True
 
+    def lock_write_set(self, txid: int) -> tuple[str, list]:
+        return "SELECT tq_lock_write_set($1)", [txid]
+
     def commit_whole(self, raw: Session, writes: Sequence[tuple[str, Sequence[Any]]], marker: tuple[str, Sequence[Any]],
                      then: tuple[str, Sequence[Any]]) -> "WholeCommit":
-        """One request: `writes` inside the engine transaction open on `raw` and its COMMIT;
-        then `marker` in an engine transaction of its own and its COMMIT; then `then`,
-        autocommitted. The server starts each statement only once the one before it
-        returned, and skips the rest of the request after one fails. What ran is in the
-        result; after a failure the session is left outside any engine transaction."""
+        """One request: `writes` and then `marker` inside the engine transaction open on
+        `raw`, and its COMMIT; then `then`, autocommitted. The server starts each
+        statement only once the one before it returned, and skips the rest of the request
+        after one fails. What ran is in the result; after a failure the session is left
+        outside any engine transaction."""
         conn = raw.conn
         done = WholeCommit()
-        written = marked = None
+        committed = None
         cursors: list[Any] = []
-        with raw.round_trip(writes[0][0], commit=True, other_commits=2):
+        with raw.round_trip(writes[0][0], commit=True, other_commits=1):
             try:
                 with conn.pipeline():
                     if raw.pending_begin:  # nothing was sent in the engine transaction yet
@@ -287,19 +289,16 @@ class PostgresBackend(Backend):
                     for sql, params in (self.bind_unbound(sql, params) for sql, params in writes):
                         cursors.append(conn.cursor())
                         cursors[-1].execute(sql, params)
-                    raw.in_transaction = False
-                    written = conn.execute("COMMIT")
-                    conn.execute("BEGIN")
                     done.marker = conn.cursor()
                     done.marker.execute(marker[0], list(marker[1]))
-                    marked = conn.execute("COMMIT")
+                    raw.in_transaction = False
+                    committed = conn.execute("COMMIT")
                     conn.cursor().execute(then[0], list(then[1]))
             except psycopg.Error as error:
                 _forget_prepared(conn)
                 done.error = error
             done.cursors = cursors
-            done.writes_committed = written is not None and written.statusmessage == "COMMIT"
-            done.marker_committed = marked is not None and marked.statusmessage == "COMMIT"
+            done.committed = committed is not None and committed.statusmessage == "COMMIT"
         if done.error is not None and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             with raw.round_trip():
                 conn.execute("ROLLBACK")

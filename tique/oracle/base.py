@@ -32,7 +32,7 @@ class Oracle(Protocol):
         seconds. `then(cts)` runs before it returns; an in-process oracle runs it before
         it hands out any later timestamp."""
 
-    def take_statement(self, txid: int) -> tuple[str, list] | None:
+    def take_statement(self, txid: int, durable: bool = False) -> tuple[str, list] | None:
         """take_commit_timestamp as (sql, params) to run inside the committing request,
         returning the timestamp as its one value; None where the oracle cannot."""
 

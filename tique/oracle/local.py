@@ -88,7 +88,7 @@ class LocalOracle:
             self._resolved.add(cts)
         self._advance()
 
-    def take_statement(self, txid: int) -> None:
+    def take_statement(self, txid: int, durable: bool = False) -> None:
         return None  # the timestamp comes from process or server memory, not a statement
 
     def taken_after_failure(self, raw: Any) -> int | None:

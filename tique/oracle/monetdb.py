@@ -100,7 +100,7 @@ class MonetDBOracle:
     def code(op: str) -> exp.Literal:
         return exp.Literal.number({"publish": PUBLISH, "status": STATUS, "decide": DECIDE, "verdict": VERDICT}[op])
 
-    def take_statement(self, txid: int) -> None:
+    def take_statement(self, txid: int, durable: bool = False) -> None:
         return None  # the timestamp comes from process or server memory, not a statement
 
     def taken_after_failure(self, raw: Any) -> int | None:

@@ -46,9 +46,11 @@ class PostgresOracle:
             then(int(row[0]))
         return int(row[0])
 
-    def take_statement(self, txid: int) -> tuple[str, list]:
-        """take_commit_timestamp as a statement to send with others in one request."""
-        return "SELECT tq_take_cts($1)", [txid]
+    def take_statement(self, txid: int, durable: bool = False) -> tuple[str, list]:
+        """take_commit_timestamp as a statement to send with others in one request.
+        `durable`: its engine transaction also commits the outcome row, so it commits with
+        the server's synchronous_commit (else asynchronously: see metadata.sql, Durability)."""
+        return "SELECT tq_take_cts($1, $2)", [txid, durable]
 
     def taken_after_failure(self, raw: Any) -> int | None:
         """After a failed request that held take_statement: the timestamp it took, if
