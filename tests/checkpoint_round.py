@@ -53,3 +53,40 @@ def start_with_writers(loop: Callable[[], None], writer: Callable[[int], None], 
     for t in threads:
         t.start()
     return threads
+
+
+def beside_checkpoint_rounds(backend: object, clients: list[Callable[[], None]], wait: float) -> None:
+    """Runs each of `clients` in a thread of its own while a checkpointer on `backend` runs
+    rounds back to back, until every client has finished its (counted) work; then the
+    rounds stop. Each thread must end within `wait` seconds, and a failure of any of them
+    (a client's, or a round's) fails the test."""
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def rounds() -> None:
+        checkpointer = Checkpointer(backend)  # type: ignore[arg-type]
+        try:
+            while not done.is_set():
+                checkpointer.run_once()
+        finally:
+            checkpointer.close()
+
+    def guarded(work: Callable[[], None]) -> Callable[[], None]:
+        def body() -> None:
+            try:
+                work()
+            except BaseException as error:  # surfaced below
+                failures.append(error)
+        return body
+
+    threads = [threading.Thread(target=guarded(work)) for work in clients]
+    checkpointing = threading.Thread(target=guarded(rounds))
+    checkpointing.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(wait)
+    done.set()
+    checkpointing.join(wait)
+    assert not any(t.is_alive() for t in [*threads, checkpointing]), "a client or the checkpointer hung"
+    assert not failures, failures

@@ -22,7 +22,7 @@ import threading
 from typing import Callable
 
 import tique
-from checkpoint_round import round_in_thread
+from checkpoint_round import beside_checkpoint_rounds, round_in_thread
 from sqlhelp import run_for_rows as run
 from tique.checkpoint import Checkpointer, PausePoint, ReaderWaitPause, checkpoint
 
@@ -147,8 +147,6 @@ def test_deliveries_beside_new_orders_and_checkpoints_deliver_each_order_once(co
     deliveries_each, new_orders = 12, 24
     delivered: list[tuple[int, int, int]] = []  # (district, order, carrier) of committed Deliveries
     lock = threading.Lock()
-    failures: list[BaseException] = []
-    done = threading.Event()
 
     def deliver(carrier: int) -> None:
         conn = connect()
@@ -179,34 +177,7 @@ def test_deliveries_beside_new_orders_and_checkpoints_deliver_each_order_once(co
             run(conn, "INSERT INTO orders VALUES (?, ?, ?, NULL)", (1, d, o))
             conn.commit()
 
-    def checkpoint_rounds() -> None:
-        checkpointer = Checkpointer(setup.backend)
-        try:
-            while not done.is_set():
-                checkpointer.run_once()
-        finally:
-            checkpointer.close()
-
-    def guarded(work: Callable[[], None]) -> Callable[[], None]:
-        def body() -> None:
-            try:
-                work()
-            except BaseException as error:  # surfaced below
-                failures.append(error)
-        return body
-
-    clients = [threading.Thread(target=guarded(lambda c=c: deliver(c))) for c in (1, 2)]
-    clients.append(threading.Thread(target=guarded(add_orders)))
-    rounds = threading.Thread(target=guarded(checkpoint_rounds))
-    rounds.start()
-    for thread in clients:
-        thread.start()
-    for thread in clients:
-        thread.join(WAIT * 10)
-    done.set()
-    rounds.join(WAIT)
-    assert not any(t.is_alive() for t in [*clients, rounds]), "a client or the checkpointer hung"
-    assert not failures, failures
+    beside_checkpoint_rounds(setup.backend, [lambda: deliver(1), lambda: deliver(2), add_orders], WAIT * 10)
 
     keys = [(d, o) for d, o, _ in delivered]
     assert len(keys) == len(set(keys)), "an order was delivered twice"

@@ -6,13 +6,13 @@ writes stay visible, an empty cache read from storage gives what the snapshot gi
 a cache that empties again (the checkpointer moved everything) is read from storage again."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Iterator
 
 import pytest
 
 import tique
-from tique.checkpoint import Checkpointer, checkpoint
+from checkpoint_round import beside_checkpoint_rounds
+from tique.checkpoint import checkpoint
 from tique.planner import ReadPlan
 
 Connect = Callable[..., tique.Connection]
@@ -126,9 +126,7 @@ def test_sums_stay_whole_beside_transfers_and_checkpoints(connect: Connect, alwa
     setup.commit()
     checkpoint(setup)
     total, transfers_each, sums = 1000, 15, 40
-    failures: list[BaseException] = []
     seen: list[int] = []
-    done = threading.Event()
 
     def transfer(seed: int) -> None:
         conn = connect()
@@ -155,34 +153,7 @@ def test_sums_stay_whole_beside_transfers_and_checkpoints(connect: Connect, alwa
             seen.append(int(found))
             assert rows == 10
 
-    def checkpoint_rounds() -> None:
-        checkpointer = Checkpointer(setup.backend)
-        try:
-            while not done.is_set():
-                checkpointer.run_once()
-        finally:
-            checkpointer.close()
-
-    def guarded(work: Callable[[], None]) -> Callable[[], None]:
-        def body() -> None:
-            try:
-                work()
-            except BaseException as error:  # surfaced below
-                failures.append(error)
-        return body
-
-    clients = [threading.Thread(target=guarded(lambda s=s: transfer(s))) for s in (1, 2)]
-    clients.append(threading.Thread(target=guarded(read_sums)))
-    rounds = threading.Thread(target=guarded(checkpoint_rounds))
-    rounds.start()
-    for thread in clients:
-        thread.start()
-    for thread in clients:
-        thread.join(WAIT)
-    done.set()
-    rounds.join(WAIT)
-    assert not any(t.is_alive() for t in [*clients, rounds]), "a client or the checkpointer hung"
-    assert not failures, failures
+    beside_checkpoint_rounds(setup.backend, [lambda: transfer(1), lambda: transfer(2), read_sums], WAIT)
     assert seen and all(s == total for s in seen), seen
     checkpoint(setup)
     assert _scan(setup.cursor(), "SELECT sum(bal) FROM acct WHERE bal > -1000000") == [(total,)]

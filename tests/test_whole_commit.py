@@ -94,19 +94,20 @@ def test_a_write_set_that_fails_leaves_nothing_and_gives_the_timestamp_back(conn
     conn.commit()
 
 
-def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect) -> None:
-    """Writers of one key racing through whole-commit requests: first committer wins, so
-    the counter equals the number of commits that returned."""
+def _racing_increments(connect: Connect, levels: list[str | None]) -> None:
+    """One client per entry of `levels` (its isolation level; None: the default)
+    increments one key 25 times, all starting together: first committer wins, so the
+    counter equals the number of commits that returned."""
     setup = connect()
     run(setup, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
     run(setup, "INSERT INTO counter VALUES (1, 0)")
     setup.commit()
     committed: list[int] = []
     failures: list[BaseException] = []
-    start = threading.Barrier(4, timeout=60)
+    start = threading.Barrier(len(levels), timeout=60)
 
-    def client() -> None:
-        conn = connect()
+    def client(level: str | None) -> None:
+        conn = connect() if level is None else connect(isolation_level=level)
         try:
             start.wait()
             for _ in range(25):
@@ -119,7 +120,7 @@ def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect)
         except BaseException as error:  # reported by the main thread
             failures.append(error)
 
-    threads = [threading.Thread(target=client) for _ in range(4)]
+    threads = [threading.Thread(target=client, args=(level,)) for level in levels]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -128,6 +129,11 @@ def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect)
     assert not failures, failures
     assert committed
     assert rows(setup, "SELECT n FROM counter WHERE id = 1") == [(len(committed),)]
+
+
+def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect) -> None:
+    """Writers of one key racing through whole-commit requests."""
+    _racing_increments(connect, [None] * 4)
 
 
 def _key_hash(native: Callable[[str], list[tuple]], table: str, key: int) -> int:
@@ -201,37 +207,7 @@ def test_a_writer_certifies_only_after_an_overlapping_write_set_that_locked_firs
 def test_increments_racing_through_both_commit_paths_lose_no_update(connect: Connect) -> None:
     """Whole commits (SNAPSHOT, certifying inside their engine transaction) and
     two-request commits (SERIALIZABLE, certifying after their write-set committed) racing
-    on one key: first committer wins across the two paths, so the counter equals the
-    number of commits that returned."""
-    setup = connect()
-    run(setup, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
-    run(setup, "INSERT INTO counter VALUES (1, 0)")
-    setup.commit()
-    committed: list[str] = []
-    failures: list[BaseException] = []
-    levels = ["snapshot", "serializable", "snapshot", "serializable"]
-    start = threading.Barrier(len(levels), timeout=60)
+    on one key: first committer wins across the two paths."""
+    _racing_increments(connect, ["snapshot", "serializable", "snapshot", "serializable"])
 
-    def client(level: str) -> None:
-        conn = connect(isolation_level=level)
-        try:
-            start.wait()
-            for _ in range(25):
-                try:
-                    run(conn, "UPDATE counter SET n = n + 1 WHERE id = 1")
-                    conn.commit()
-                    committed.append(level)
-                except tique.SerializationFailure:
-                    conn.rollback()
-        except BaseException as error:  # reported by the main thread
-            failures.append(error)
 
-    threads = [threading.Thread(target=client, args=(level,)) for level in levels]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(90)
-    assert not any(thread.is_alive() for thread in threads)
-    assert not failures, failures
-    assert committed
-    assert rows(setup, "SELECT n FROM counter WHERE id = 1") == [(len(committed),)]

@@ -27,9 +27,7 @@ FROM (
     UNION ALL
     SELECT TQ_ALL_COLUMNS(c), c.tq_deleted, o.cts AS tq_ord, c.tq_seq
     FROM cache_table AS c
-    JOIN (SELECT txid, cts FROM tq_outcome WHERE did_commit AND cts <= CAST(:tq_sts AS BIGINT)
-          UNION ALL
-          SELECT CAST(:tq_txid AS BIGINT), CAST(:tq_sts AS BIGINT) + 1) AS o ON o.txid = c.tq_txid
+    JOIN visible_transactions AS o ON o.txid = c.tq_txid
     WHERE c.tq_txid <> CAST(:tq_txid AS BIGINT) OR c.tq_seq < CAST(:tq_seq_limit AS BIGINT)
   ) AS tq_versions
 ) AS tq_ranked

@@ -5,9 +5,7 @@ FROM storage_table AS s
 WHERE NOT EXISTS (
   SELECT 1
   FROM cache_table AS c
-  JOIN (SELECT txid FROM tq_outcome WHERE did_commit AND cts <= CAST(:tq_sts AS BIGINT)
-        UNION ALL
-        SELECT CAST(:tq_txid AS BIGINT)) AS o ON o.txid = c.tq_txid
+  JOIN visible_transactions AS o ON o.txid = c.tq_txid
   WHERE TQ_KEY_MATCH(c, s)
     AND (c.tq_txid <> CAST(:tq_txid AS BIGINT) OR c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
 )
@@ -17,9 +15,7 @@ FROM (
   SELECT TQ_COLUMNS(c), c.tq_deleted,
          rank() OVER (PARTITION BY TQ_KEY(c) ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rank
   FROM cache_table AS c
-  JOIN (SELECT txid, cts FROM tq_outcome WHERE did_commit AND cts <= CAST(:tq_sts AS BIGINT)
-        UNION ALL
-        SELECT CAST(:tq_txid AS BIGINT), CAST(:tq_sts AS BIGINT) + 1) AS o ON o.txid = c.tq_txid
+  JOIN visible_transactions AS o ON o.txid = c.tq_txid
   WHERE c.tq_txid <> CAST(:tq_txid AS BIGINT) OR c.tq_seq < CAST(:tq_seq_limit AS BIGINT)
 ) AS tq_cached
 WHERE tq_rank = 1 AND NOT tq_deleted
