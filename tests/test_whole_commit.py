@@ -95,23 +95,30 @@ def test_a_write_set_that_fails_leaves_nothing_and_gives_the_timestamp_back(conn
 
 
 def _racing_increments(connect: Connect, levels: list[str | None]) -> None:
-    """One client per entry of `levels` (its isolation level; None: the default)
-    increments one key 25 times, all starting together: first committer wins, so the
-    counter equals the number of commits that returned."""
+    """One client per entry of `levels` (its isolation level; None: the default; "large":
+    the default, each transaction also writing 100 other keys, which on PostgreSQL locks
+    its write-set as a whole instead of key by key) increments one key 25 times, all
+    starting together: first committer wins, so the counter equals the number of commits
+    that returned."""
     setup = connect()
     run(setup, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
     run(setup, "INSERT INTO counter VALUES (1, 0)")
+    run(setup, "CREATE TABLE filler (id INTEGER PRIMARY KEY, v INTEGER)")
+    for i in range(100):
+        run(setup, "INSERT INTO filler VALUES (?, 0)", (i,))
     setup.commit()
     committed: list[int] = []
     failures: list[BaseException] = []
     start = threading.Barrier(len(levels), timeout=60)
 
     def client(level: str | None) -> None:
-        conn = connect() if level is None else connect(isolation_level=level)
+        conn = connect() if level in (None, "large") else connect(isolation_level=level)
         try:
             start.wait()
             for _ in range(25):
                 try:
+                    if level == "large":
+                        run(conn, "UPDATE filler SET v = v + 1")
                     run(conn, "UPDATE counter SET n = n + 1 WHERE id = 1")
                     conn.commit()
                     committed.append(1)
@@ -134,6 +141,23 @@ def _racing_increments(connect: Connect, levels: list[str | None]) -> None:
 def test_concurrent_increments_in_whole_commits_lose_no_update(connect: Connect) -> None:
     """Writers of one key racing through whole-commit requests."""
     _racing_increments(connect, [None] * 4)
+
+
+def test_small_and_large_write_sets_racing_lose_no_update(connect: Connect) -> None:
+    """Writers of a few keys and writers of more than 64 (which lock their write-set as a
+    whole on PostgreSQL) racing on one key."""
+    _racing_increments(connect, [None, "large", None, "large"])
+
+
+def test_a_transaction_writing_thousands_of_keys_commits(connect: Connect) -> None:
+    """A lock per key would not fit PostgreSQL's shared lock table: the commit of a bulk
+    load failed with "out of shared memory"."""
+    conn = connect()
+    run(conn, "CREATE TABLE bulk (id INTEGER PRIMARY KEY, v INTEGER)")
+    conn.commit()
+    run(conn, "INSERT INTO bulk SELECT i, i % 7 FROM generate_series(1, 150000) AS r(i)")
+    conn.commit()
+    assert rows(conn, "SELECT count(*), sum(v) FROM bulk") == [(150000, sum(i % 7 for i in range(1, 150001)))]
 
 
 def _key_hash(native: Callable[[str], list[tuple]], table: str, key: int) -> int:
