@@ -13,6 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 import tique
+from progress import wait_for
 from fuzz.compare import same_rows
 from fuzz.departures import DUPLICATE_KEY
 from fuzz.engines import Environment, Native, NativeDuckDB, NativePostgres, render
@@ -360,6 +361,12 @@ def test_a_statement_monetdb_never_answers_stops_the_run() -> None:
         server.stop()
 
 
+def _process_state(pid: int) -> str:
+    """The state letter of process `pid` (/proc/<pid>/stat): T once it is stopped."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
 @pytest.mark.parametrize("control", ["rollback", "begin", "commit"])
 def test_a_transaction_control_native_monetdb_never_answers_names_itself(control: str) -> None:
     """The fuzzer's native MonetDB sessions stop a run on a statement MonetDB never answers
@@ -377,9 +384,11 @@ def test_a_transaction_control_native_monetdb_never_answers_names_itself(control
         pytest.skip(str(reason))
     try:
         native = NativeMonetDB(server.url.split("?", 1)[0], "native_control", timeout_s=3)
-        if control == "commit":
+        if control != "begin":
             native.begin()
         os.kill(server.process.pid, signal.SIGSTOP)
+        # kill() returns before every thread of the server has stopped: wait until it has.
+        assert wait_for(lambda: _process_state(server.process.pid) == "T"), "the server never stopped"
         try:
             statement = {"rollback": "ROLLBACK", "begin": "START TRANSACTION", "commit": "COMMIT"}[control]
             with pytest.raises(RuntimeError, match=f"no answer in 3 s to: {statement}$"):
