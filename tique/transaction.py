@@ -47,7 +47,10 @@ because step 2 commits before step 3 starts in every transaction. On PostgreSQL,
 whole commit certifies inside the engine transaction of its write-set (nothing of it is
 committed yet), because every engine transaction that commits a write-set first takes
 an exclusive lock on each of its key hashes (tq_lock_write_set, in one statement, in hash
-order, so no two wait for each other in a cycle), held until it ends, and certifies, if
+order, so no two wait for each other in a cycle; a write-set of more than 64 keys takes
+one exclusive lock instead, which every smaller one takes shared before its key locks, so
+it still excludes every overlapping writer, in the same acyclic order, and a large write
+leaves PostgreSQL's shared lock table room), held until it ends, and certifies, if
 it does, only in a later statement: at READ COMMITTED that statement's snapshot is taken
 after the locks were granted, that is after every overlapping write-set that locked a key
 first was committed (PostgreSQL makes a commit visible before it releases the locks). So
