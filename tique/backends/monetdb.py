@@ -396,10 +396,8 @@ class MonetDBBackend(Backend):
         if raw.analytic is None:
             analytic = self.open(raw.counters)
             analytic.worker_limit = 0  # a new session's: none
-            if raw.analytic_workers != "auto":
-                limit = self._worker_limit(analytic, raw.analytic_workers)
-                if limit is not None:
-                    self._set_worker_limit(analytic, limit)
+            if isinstance(raw.analytic_workers, int):  # "auto" adapts below; None: MonetDB's own
+                self._set_worker_limit(analytic, raw.analytic_workers)
             analytic.analytic_queue = raw.analytic_queue
             raw.analytic = analytic
         if raw.analytic_workers == "auto":
@@ -439,14 +437,6 @@ class MonetDBBackend(Backend):
         with analytic.round_trip():
             analytic.conn.cursor().execute(f"CALL sys.setworkerlimit({int(limit)})")
         analytic.worker_limit = limit
-
-    def _worker_limit(self, analytic: Session, wanted: int | str | None) -> int | None:
-        """"auto": half the server's worker threads (at least one) while the engine has
-        other work, every core otherwise (_adapt_worker_limit); a number as given; None:
-        MonetDB's own (every core)."""
-        if wanted != "auto":
-            return wanted if isinstance(wanted, int) else None
-        return self._analytic_share(analytic)
 
     def _analytic_share(self, session: Session) -> int:
         """Half the server's worker threads, at least one: what "auto" gives one analytical
