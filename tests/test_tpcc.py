@@ -61,6 +61,14 @@ def test_tpcc_runs_and_stays_consistent(system: Any, tmp_path: Path) -> None:
     assert written["machine"]["cpu_count"] >= 1
     assert written["parameters"]["clients"] == CLIENTS and written["parameters"]["scale"]["items"] == TINY.items
     assert written["consistency"]["all_hold"] is True
+    if system.through_tique:  # the run's planning, as a fresh process pays it (tique/plan_timing.py)
+        planning = written["metrics"]["planning"]
+        assert planning["texts"] > 0 and planning["total_cpu_ms"] > 0
+        # A part is made at most once per formulation (over the snapshot, or over storage
+        # alone where the cache holds nothing), never once per row count.
+        assert all(n <= 2 for n in planning["variants"].values()), planning["variants"]
+    else:
+        assert "planning" not in written["metrics"]
 
     # A slow system (or a busy machine) may not have met every type in 4 s: more rounds,
     # bounded. Each round's new connections plan their statements afresh, so a round is

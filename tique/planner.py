@@ -19,6 +19,7 @@ from tique.catalog import CatalogSnapshot, TableDef, constraint_names_in_schema,
 from tique.column_names import name_created_columns_as_native
 from tique.ddl import Index, View
 from tique.errors import NotSupportedError, ProgrammingError, describe
+from tique.plan_timing import TIMING
 from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
@@ -121,6 +122,10 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
     found = plan.batches.get(rows)
     if found is None:
         assert plan.rows is not None
+        # Only text is repeated here, no planning; timed (tique/plan_timing.py) so that
+        # a row count's own engine text shows beside the plans.
+        timed = ("rows expanded", plan.table, rows)
+        TIMING.missed(timed, depth=1)
         validation = plan.validation
         if isinstance(validation, KeyCheck):
             width = plan.params
@@ -131,6 +136,7 @@ def batched(plan: WritePlan, rows: int) -> WritePlan:
         if len(plan.batches) >= _BATCHES_KEPT:
             plan.batches.clear()
         plan.batches[rows] = found
+        TIMING.stored(timed)
     return found
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from bench.results import Result, finish, table
 from tique.errors import redact
 from tique.isolation import IsolationLevel, parse_level
+from tique.plan_timing import TIMING, report as planning_report, summary as planning_summary
 from bench.tpcc.consistency import check, verdict
 from bench.tpcc.loader import FULL, Loaded, Scale, load, print_report
 from bench.tpcc.rand import Constants
@@ -323,12 +324,15 @@ def benchmark(system_name: str, warehouses: int = 1, clients: int = 1, duration:
             from bench.tpcc.intervals import TableSampler
 
             sampler = TableSampler(system)
+        planned_from = TIMING.mark()  # what the run itself plans, warm-up included: a fresh process's cold start
         try:
             tpcc = run(system, loaded, clients, duration, warmup, contention, seed, mix, isolation, report_every, sampler, priority)
         finally:
             if sampler is not None:
                 sampler.close()
         metrics = tpcc.metrics()
+        if system.through_tique:
+            metrics["planning"] = planning_summary(TIMING.since(planned_from))
         metrics["load"] = {"reused": report.reused, "rows": report.rows, "seconds": report.seconds,
                            "rows_per_s": report.rows_per_second,
                            "tables": {n: {"rows": r, "seconds": s} for n, (r, s) in report.per_table.items()}}
@@ -406,6 +410,8 @@ def show(result: Result, console: Any = None) -> None:
                   f"priority retries {m.get('priority_retries', 0)} (not aborts)  "
                   f"errors {m['errors']}  (done = commits + {m['rollbacks']} New-Order user rollbacks)")
     console.print(f"consistency: {verdict_text}")
+    if m.get("planning"):
+        console.print(planning_report(m["planning"]))
     for sample in m["error_samples"]:
         console.print(f"  error: {sample}")
     if m.get("intervals"):

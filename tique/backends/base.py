@@ -14,6 +14,7 @@ from tique import errors
 from tique.cache_state import CacheState
 from tique.catalog import PACKED, Column, TableDef, parse_catalog_row, with_packed_key
 from tique.oracle.base import Oracle
+from tique.plan_timing import TIMING
 from tique.rewrite.params import ROWS, Compiled, RowTemplate, compile_statement, dollar_markers, render_marked
 
 _ERROR_NAMES = {cls.__name__: cls for cls in errors.EXCEPTIONS}
@@ -85,15 +86,20 @@ class PlanCache:
     mutated once made). Bounded: when full it starts over, as a long-running process
     with ever-new statement texts would otherwise grow without end."""
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, kind: str | None = None) -> None:
         self.capacity = capacity
+        self.kind = kind  # how its misses are recorded (tique/plan_timing.py); None: told by their keys
         self._plans: dict[Any, Any] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
-        return self._plans.get(key)
+        found = self._plans.get(key)
+        if found is None:
+            TIMING.missed(key, self.kind)
+        return found
 
     def put(self, key: Any, plan: Any) -> None:
+        TIMING.stored(key)
         with self._lock:
             if len(self._plans) >= self.capacity:
                 self._plans.clear()

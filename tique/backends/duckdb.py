@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from tique import errors
 from tique.backends.base import Backend, PlanCache
+from tique.plan_timing import ENGINE_PARSE
 from tique.backends.duckdb_rows import ListRowTemplate, ListsStatement, lists_insert
 from tique.cache_state import CacheState
 from tique.oracle.local import LocalOracle
@@ -86,7 +87,7 @@ class DuckDBBackend(Backend):
         # itself takes to run), and the Python client parses the text anew on every call.
         # A parse tree holds no values, data or catalog state (binding happens per call,
         # on a copy of the tree), so one is reused by every connection of the database.
-        self._parsed = PlanCache()
+        self._parsed = PlanCache(kind=ENGINE_PARSE)  # its misses are the engine's parsing, not tique's planning
         # The catalog version in process memory (one process opens a DuckDB file), so a
         # begin reads it for free; bumped once a schema change has committed.
         self._catalog_version = 0
