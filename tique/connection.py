@@ -20,7 +20,7 @@ from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, Lock
                            WritePlan, batch_rows, batched, make_plan, plan_statement)
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
-from tique.rewrite.point_keys import Key, read_keys, storage_key_query, written_keys
+from tique.rewrite.point_keys import Key, read_keys, storage_key_query, storage_key_values, written_keys
 from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
 from tique.session import UNBOUND_STS, UNBOUND_TXID, Counters, Unbound, step
@@ -1040,12 +1040,12 @@ class Connection:
     def _check_new_keys(self, table: TableDef, keys: list[Key], statement: str) -> None:
         """Raises IntegrityError if `keys`, none of which has versions in the cache, repeat
         one another or a key storage holds."""
-        query, values = storage_key_query(table, keys)
-        shape = ("storage key check", table, tuple(len(p.expressions) for p in query.find_all(exp.In)))
+        shape = ("storage key check", table)  # one text per table, whatever the number of keys
         compiled = self._backend.shared_plans.get(shape)
         if compiled is None:
-            compiled = self._backend.compile(query)
+            compiled = self._backend.compile(storage_key_query(table))
             self._backend.shared_plans.put(shape, compiled)
+        values = storage_key_values(table, keys)
         present = {tuple(row) for row in self._backend.rows(self._raw, compiled.sql, compiled.values((), values))}
         repeated = len(keys) - len(set(keys)) + len(set(keys) & present)
         if repeated:

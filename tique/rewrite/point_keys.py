@@ -191,20 +191,29 @@ def read_keys(memo: Any, statement: Hashable, source: exp.Expression, catalog: C
     return found
 
 
-def storage_key_query(table: TableDef, keys: list[Key]) -> tuple[exp.Select, dict[str, int]]:
-    """The keys of `table`'s storage among `keys` (a superset: each key column within
-    the values written to it; the caller intersects), and the values to bind. Where the
-    keys have no versions in the cache, what storage holds of them is what is present."""
+def storage_key_query(table: TableDef) -> exp.Select:
+    """The keys of `table`'s storage within the ranges storage_key_values binds (a
+    superset of the keys written: the caller intersects). Where the keys have no versions
+    in the cache, what storage holds of them is what is present. One text per table
+    whatever the number of keys, so a new row count is never compiled again (a list of
+    the values would be)."""
     condition: list[exp.Expression] = []
-    values: dict[str, int] = {}
     for i, name in enumerate(table.key):
-        markers = []
-        for j, value in enumerate(sorted({k[i] for k in keys})):
-            values[f"tq_k{i}_{j}"] = value
-            markers.append(exp.cast(exp.Placeholder(this=f"tq_k{i}_{j}"), data_type(table.column(name).type_sql)))
-        condition.append(exp.In(this=exp.column(quote(name)), expressions=markers))
+        kind = data_type(table.column(name).type_sql)
+        condition.append(exp.Between(this=exp.column(quote(name)),
+                                     low=exp.cast(exp.Placeholder(this=f"tq_k{i}_low"), kind),
+                                     high=exp.cast(exp.Placeholder(this=f"tq_k{i}_high"), kind)))
     query = exp.select(*[exp.column(quote(k)) for k in table.key]).from_(exp.Table(this=quote(table.storage)))
-    return query.where(exp.and_(*condition)), values
+    return query.where(exp.and_(*condition))
+
+
+def storage_key_values(table: TableDef, keys: list[Key]) -> dict[str, Any]:
+    """storage_key_query's values: each key column's least and greatest value written."""
+    values: dict[str, Any] = {}
+    for i in range(len(table.key)):
+        written = [k[i] for k in keys]
+        values[f"tq_k{i}_low"], values[f"tq_k{i}_high"] = min(written), max(written)
+    return values
 
 
 def quote(name: str) -> exp.Identifier:
