@@ -211,7 +211,7 @@ def _bench_htap(args: argparse.Namespace) -> int:
                        olap_clients=args.olap_clients, duration=args.duration, sweep=args.sweep, counts=args.counts or (),
                        url=args.url, out=args.out, scale=TINY if args.tiny else FULL,
                        checkpoint_ms=args.checkpoint_ms or None, query_timeout=args.query_timeout,
-                       analytic_workers=args.analytic_workers, analytic_queue=args.analytic_queue)
+                       analytic_workers=args.analytic_workers, analytic_queue=args.analytic_queue, paired=args.paired)
     failed = any((p["oltp"] or {}).get("errors") or p["olap"]["error_samples"] for p in result.metrics["points"])
     return 1 if failed else 0
 
@@ -326,6 +326,9 @@ def register(sub: Any) -> None:
     htap.add_argument("--analytic-queue", action="store_true",
                       help="tique systems: the OLAP clients connect with analytic_queue (their capped reads take turns "
                            "within half the server's workers; MonetDB)")
+    htap.add_argument("--paired", action="store_true",
+                      help="run point by point, each cap in turn, every point with OLAP clients right after a baseline "
+                           "of its own (its OLTP clients alone): loss%% compares runs minutes apart on a loaded machine")
     htap.add_argument("--query-timeout", type=float, metavar="SECONDS", help="PostgreSQL: cancel a query after this long")
     htap.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     htap.add_argument("--tiny", action="store_true", help="reduced TPC-C cardinalities for smoke tests (not a result)")

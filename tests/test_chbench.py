@@ -30,7 +30,7 @@ import pytest
 
 from bench.chbench.compare import (Comparison, compare_outputs, compare_rows, compare_systems, compare_with_storage,
                                    load_identically, run_all)
-from bench.chbench.htap import run_point, sweep_points
+from bench.chbench.htap import oltp_loss, run_order, run_point, sweep_points
 from bench.chbench.queries import QUERIES
 from bench.chbench.run import cache_rows, time_queries
 from bench.chbench.tables import NATIONS, SUPPLIERS, table_loads
@@ -301,6 +301,25 @@ def test_sweep_points() -> None:
         sweep_points("sideways", 1, 1, [1])
 
 
+def test_paired_points_run_beside_their_baselines() -> None:
+    """--paired: point by point, each cap in turn, each loaded point right after its own
+    baseline; unpaired, setting by setting as before."""
+    points = [(6, 0), (6, 1), (6, 6)]
+    assert run_order(points, [None, "auto"], False) == [(w, 6, n) for w in (None, "auto") for n in (0, 1, 6)]
+    assert run_order(points, [None, "auto"], True) == [
+        (None, 6, 0), (None, 6, 1), ("auto", 6, 0), ("auto", 6, 1), (None, 6, 0), (None, 6, 6), ("auto", 6, 0), ("auto", 6, 6)]
+    assert run_order([(0, 2), (2, 2)], ["auto"], True) == [("auto", 0, 2), ("auto", 2, 0), ("auto", 2, 2)]
+
+
+def test_oltp_loss_compares_with_the_nearest_earlier_baseline_of_the_setting() -> None:
+    def point(oltp: int, olap: int, workers: object, txn: float) -> dict:
+        return {"oltp_clients": oltp, "olap_clients": olap, "analytic_workers": workers, "oltp": {"txn_per_s": txn}}
+
+    points = [point(6, 0, None, 10.0), point(6, 0, "auto", 8.0), point(6, 1, None, 9.0), point(6, 1, "auto", 2.0),
+              point(6, 0, None, 20.0), point(6, 6, None, 5.0), point(3, 1, None, 1.0)]
+    assert oltp_loss(points) == [None, None, pytest.approx(0.1), pytest.approx(0.75), None, pytest.approx(0.75), None]
+
+
 def test_htap_short_run_makes_progress_on_both_sides(tmp_path: Path) -> None:
     system = open_system("tique-duckdb", workdir=tmp_path, checkpoint_interval_ms=500)
     try:
@@ -349,6 +368,14 @@ def test_cli_htap_sweeps_the_analytic_worker_cap(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert result["parameters"]["analytic_workers"] == [None, 1]
     assert [p["analytic_workers"] for p in result["metrics"]["points"]] == [None, 1]
+    out = tmp_path / "htap-paired.json"
+    assert main(["bench", "htap", "--system", "tique-duckdb", "--tiny", "--oltp-clients", "1", "--sweep", "olap",
+                 "--counts", "0", "1", "--duration", "0.5", "--analytic-workers", "none", "1", "--paired", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["parameters"]["paired"] is True
+    assert [(p["analytic_workers"], p["olap_clients"]) for p in result["metrics"]["points"]] == [(None, 0), (None, 1), (1, 0), (1, 1)]
+    losses = [p["oltp_loss"] for p in result["metrics"]["points"]]
+    assert losses[0] is None and losses[2] is None
     with pytest.raises(SystemExit):
         main(["bench", "htap", "--system", "tique-duckdb", "--analytic-workers", "0"])
 

@@ -188,18 +188,54 @@ def sweep_points(sweep: str | None, oltp_clients: int, olap_clients: int, counts
     return [(c, c) for c in counts]
 
 
+def run_order(points: Sequence[tuple[int, int]], settings: Sequence[Any], paired: bool) -> list[tuple[Any, int, int]]:
+    """(setting, OLTP clients, OLAP clients) in the order they run. Unpaired: every point
+    once per setting, setting by setting. Paired: point by point, each setting in turn,
+    and every point with OLAP clients right after a baseline of its own (the same OLTP
+    clients alone, same setting), so that a point and what it is compared with run
+    minutes, not a whole sweep, apart on a machine whose load drifts."""
+    if not paired:
+        return [(w, o, a) for w in settings for o, a in points]
+    order: list[tuple[Any, int, int]] = []
+    for oltp, olap in points:
+        if olap and oltp:
+            for w in settings:
+                order += [(w, oltp, 0), (w, oltp, olap)]
+        elif not (olap == 0 and any(o == oltp and a for o, a in points)):  # else it runs beside each loaded point
+            order += [(w, oltp, olap) for w in settings]
+    return order
+
+
+def oltp_loss(points: Sequence[dict[str, Any]]) -> list[float | None]:
+    """Per point, the share of OLTP throughput its OLAP clients cost: against the nearest
+    earlier point of the same setting and OLTP clients without OLAP clients (None where
+    there is none, or for a baseline itself)."""
+    losses: list[float | None] = []
+    for i, point in enumerate(points):
+        loss = None
+        if point["olap_clients"] and point["oltp"]:
+            for base in reversed(points[:i]):
+                if (base["olap_clients"] == 0 and base["oltp_clients"] == point["oltp_clients"]
+                        and base.get("analytic_workers") == point.get("analytic_workers") and base["oltp"]):
+                    if base["oltp"]["txn_per_s"]:
+                        loss = 1 - point["oltp"]["txn_per_s"] / base["oltp"]["txn_per_s"]
+                    break
+        losses.append(loss)
+    return losses
+
+
 def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap_clients: int = 1,
               duration: float = 60.0, sweep: str | None = None, counts: Sequence[int] = (), url: str | None = None,
               out: str | None = None, scale: Scale = FULL, seed: int = 1, checkpoint_ms: int | None = 1000,
               query_timeout: float | None = None, system: System | None = None, console: Any = None,
               progress: bool = True, analytic_workers: Sequence[int | str | None] = ("auto",),
-              analytic_queue: bool = False) -> Result:
+              analytic_queue: bool = False, paired: bool = False) -> Result:
     """Loads (or reuses), then runs each point of the sweep (or the one point) in turn on
     the same database; writes `out` and prints a table. A tique system runs the points
     once per `analytic_workers` value (the connect option capping the engine workers of
     an analytical read): the trade-off between OLTP kept and OLAP slowed, side by side.
     `analytic_queue`: the OLAP clients (only) connect with that option, their capped
-    reads taking turns within the analytic budget."""
+    reads taking turns within the analytic budget. `paired`: see run_order."""
     from bench.console import report_console
 
     console = console or report_console()
@@ -214,20 +250,23 @@ def benchmark(system_name: str, warehouses: int = 1, oltp_clients: int = 1, olap
             "full_scale": loaded.scale == FULL, "seed": seed, "checkpoint_ms": checkpoint_ms,
             "query_timeout_s": query_timeout, "clients_are": "threads", "analytic_workers": list(analytic_workers),
             "tique_options": dict(system.tique_options) if system.through_tique else None,
-            "olap_analytic_queue": analytic_queue if system.through_tique else None})
+            "olap_analytic_queue": analytic_queue if system.through_tique else None, "paired": paired})
         olap_options = {"analytic_queue": True} if analytic_queue and system.through_tique else {}
         points = []
-        for workers in analytic_workers if system.through_tique else [None]:
+        settings = list(analytic_workers) if system.through_tique else [None]
+        for workers, oltp, olap in run_order(points_wanted, settings, paired):
+            n = points_wanted.index((oltp, olap)) if (oltp, olap) in points_wanted else 0
             if system.through_tique:
                 system.tique_options["analytic_workers"] = workers
-            for n, (oltp, olap) in enumerate(points_wanted):
-                if progress:
-                    console.print(f"{system.name}: {oltp} OLTP + {olap} OLAP client(s) for {duration:g} s"
-                                  + (f", analytic_workers={workers}" if system.through_tique else ""))
-                analyze(system)
-                point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n,
-                                  olap_options=olap_options)
-                points.append({**point.metrics(), "analytic_workers": workers if system.through_tique else None})
+            if progress:
+                console.print(f"{system.name}: {oltp} OLTP + {olap} OLAP client(s) for {duration:g} s"
+                              + (f", analytic_workers={workers}" if system.through_tique else ""))
+            analyze(system)
+            point = run_point(system, loaded, oltp, olap, duration, query_timeout=query_timeout, seed=42 + n,
+                              olap_options=olap_options)
+            points.append({**point.metrics(), "analytic_workers": workers if system.through_tique else None})
+        for point, loss in zip(points, oltp_loss(points)):
+            point["oltp_loss"] = loss
         result.metrics = {"points": points}
         return finish(result, out, show, console)
 
@@ -239,12 +278,15 @@ def show(result: Result, console: Any = None) -> None:
         oltp, olap = point["oltp"] or {}, point["olap"]
         workers = point.get("analytic_workers")
         workers = workers if workers is not None else ("none" if result.system.startswith("tique-") else "-")
-        rows.append([point["oltp_clients"], point["olap_clients"], workers, oltp.get("txn_per_s"), oltp.get("tpmC"),
+        loss = point.get("oltp_loss")
+        rows.append([point["oltp_clients"], point["olap_clients"], workers, oltp.get("txn_per_s"),
+                     round(loss * 100, 1) if loss is not None else None, oltp.get("tpmC"),
                      round(oltp["abort_rate"] * 100, 1) if oltp else None, olap["queries_completed"], olap["rounds"],
                      olap["total_median_s"], "/".join(f"{x:g}" for x in point.get("load_average") or ()) or None])
     title = f"HTAP {result.system}: W={p['warehouses']}, {p['duration_s']:g} s per point" + (
-        f", sweep {p['sweep']}" if p["sweep"] else "") + (", OLAP clients queue for the analytic budget" if p.get("olap_analytic_queue") else "")
-    table(title, ["OLTP", "OLAP", "workers", "txn/s", "tpmC", "abort%", "queries", "rounds", "22-query total s", "load 1m begin/end"], rows, console)
+        f", sweep {p['sweep']}" if p["sweep"] else "") + (", OLAP clients queue for the analytic budget" if p.get("olap_analytic_queue") else "") + (
+        ", each loaded point beside its baseline" if p.get("paired") else "")
+    table(title, ["OLTP", "OLAP", "workers", "txn/s", "loss%", "tpmC", "abort%", "queries", "rounds", "22-query total s", "load 1m begin/end"], rows, console)
     from bench.console import report_console
 
     console = console or report_console()
