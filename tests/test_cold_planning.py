@@ -68,6 +68,24 @@ def test_row_counts_plan_nothing_new(connect: Connect) -> None:
     assert rows(conn, "SELECT count(*) FROM lines") == [(5 + sum(counts),)]
 
 
+def test_every_order_line_count_is_expanded_once(connect: Connect) -> None:
+    """New-Order's 5 to 15 lines: each row count's INSERT text is made once and kept, so
+    orders of every count, again and again, expand nothing more."""
+    conn = connect()
+    run(conn, LINES)
+    run(conn, ORDERS)
+    conn.commit()
+    conn.backend.shared_plans.clear()
+    counts = list(range(5, 16))
+    for order, count in enumerate(counts, start=1):
+        new_order(conn, order, count)
+    mark = TIMING.mark()
+    for order, count in enumerate(reversed(counts), start=len(counts) + 1):
+        new_order(conn, order, count)
+    assert [m.key for m in TIMING.since(mark) if m.kind == EXPANDED] == []
+    assert rows(conn, "SELECT count(*) FROM lines") == [(2 * sum(counts),)]
+
+
 def test_a_miss_is_recorded_once_per_text(connect: Connect) -> None:
     """What `tique bench tpcc` reports: a text planned on a cold cache is one 'plan' miss
     of that text, and running it again plans nothing."""
