@@ -192,28 +192,29 @@ def read_keys(memo: Any, statement: Hashable, source: exp.Expression, catalog: C
 
 
 def storage_key_query(table: TableDef) -> exp.Select:
-    """The keys of `table`'s storage within the ranges storage_key_values binds (a
-    superset of the keys written: the caller intersects). Where the keys have no versions
-    in the cache, what storage holds of them is what is present. One text per table
-    whatever the number of keys, so a new row count is never compiled again (a list of
-    the values would be)."""
-    condition: list[exp.Expression] = []
-    for i, name in enumerate(table.key):
-        kind = data_type(table.column(name).type_sql)
-        condition.append(exp.Between(this=exp.column(quote(name)),
-                                     low=exp.cast(exp.Placeholder(this=f"tq_k{i}_low"), kind),
-                                     high=exp.cast(exp.Placeholder(this=f"tq_k{i}_high"), kind)))
-    query = exp.select(*[exp.column(quote(k)) for k in table.key]).from_(exp.Table(this=quote(table.storage)))
-    return query.where(exp.and_(*condition))
+    """The keys of `table`'s storage among those storage_key_values binds: storage joined
+    to the keys, unnested from one list per key column. Where the keys have no versions in
+    the cache, what storage holds of them is what is present. One text per table whatever
+    the number of keys, so a new row count is never compiled again (a list of markers
+    would be), and exact: a range of the values written would fetch every stored key
+    between two far-apart ones. Lists bind as one value each on DuckDB, the only engine
+    whose writers all share one process (the cache-state precondition of this check)."""
+    written = exp.select(*[
+        exp.alias_(exp.Unnest(expressions=[exp.cast(
+            exp.Placeholder(this=f"tq_k{i}"),
+            exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[data_type(table.column(name).type_sql)], nested=True))]),
+            f"tq_k{i}")
+        for i, name in enumerate(table.key)])
+    on = exp.and_(*[exp.EQ(this=exp.column(quote(name), table="tq_stored"), expression=exp.column(f"tq_k{i}", table="tq_written"))
+                    for i, name in enumerate(table.key)])
+    return (exp.select(*[exp.column(quote(k), table="tq_stored") for k in table.key])
+            .from_(exp.alias_(exp.Table(this=quote(table.storage)), "tq_stored", table=True))
+            .join(exp.alias_(exp.Subquery(this=written), "tq_written", table=True), on=on))
 
 
 def storage_key_values(table: TableDef, keys: list[Key]) -> dict[str, Any]:
-    """storage_key_query's values: each key column's least and greatest value written."""
-    values: dict[str, Any] = {}
-    for i in range(len(table.key)):
-        written = [k[i] for k in keys]
-        values[f"tq_k{i}_low"], values[f"tq_k{i}_high"] = min(written), max(written)
-    return values
+    """storage_key_query's values: one list per key column, the keys' values in order."""
+    return {f"tq_k{i}": [k[i] for k in keys] for i in range(len(table.key))}
 
 
 def quote(name: str) -> exp.Identifier:
