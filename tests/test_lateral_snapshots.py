@@ -161,14 +161,22 @@ def test_a_lateral_read_probes_the_log_by_its_index_on_postgres(connect: Connect
 
 
 @pytest.mark.parametrize("engine", ["postgres"])
-def test_a_failed_lateral_read_leaves_the_planner_settings_on_postgres(connect: Connect) -> None:
-    """A lateral read's planner settings travel with it; when it fails they are undone
-    with its request, so the session's later statements are planned as before."""
+def test_a_lateral_read_carries_its_planner_settings_alone_on_postgres(connect: Connect) -> None:
+    """A lateral read is planned and run with seq scans and materialization off, and
+    nothing else is: the settings travel with the statement, and when it fails they are
+    undone with its request, so the session's later statements are planned as before."""
     setup = connect(autocommit=True)
     cur = setup.cursor()
     _schema(cur)
     conn = connect()
     c = conn.cursor()
+    settings = "current_setting('enable_seqscan'), current_setting('enable_material'), current_setting('enable_nestloop')"
+    c.execute(f"SELECT COUNT(*), {settings} FROM lines JOIN parts ON pw = lw AND pi = li WHERE lw = ? AND ld = ?", (1, 1))
+    assert c.fetchall()[0][1:] == ("off", "off", "on")
+    c.execute(f"SELECT COUNT(*), {settings} FROM lines WHERE lw = ? AND ld = ?", (1, 1))  # a narrow scan: the defaults
+    assert c.fetchall() == [(75, "on", "on", "on")]
+    c.execute(f"SELECT COUNT(*), {settings} FROM lines WHERE ln = ?", (1,))  # an analytical scan
+    assert c.fetchall() == [(30, "on", "on", "off")]
     with pytest.raises(tique.DataError):
         c.execute("SELECT lo, pi FROM lines JOIN parts ON pw = lw AND pi = li WHERE lw = ? AND ld = ? AND qty / (qty - qty) > 0", (1, 1))
     conn.rollback()
