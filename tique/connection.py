@@ -879,7 +879,7 @@ class Connection:
             # session holding them; others may run where analytics run best.
             analytic = plan.analytic and not (txn.engine_open and txn.written.intersection(plan.tables))
             statement = self._read_statement(plan, txn, params, sql, analytic)
-            result = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic)
+            result = self._run(sql, statement.sql, statement.values(params, txn.context()), analytic, plan.probing)
             if result[1] is None and result[2] < 0:  # neither rows nor a count of rows written
                 raise self._no_result_set(sql)
             return result
@@ -962,9 +962,14 @@ class Connection:
             found = plan.variants[_AT_STATEMENT_SNAPSHOT] = self._backend.compile(tree, owned=True)
         return found
 
-    def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False) -> tuple[Any, tuple | None, int]:
+    def _run(self, statement: str, engine_sql: str, values: list, analytic: bool = False, probing: bool = False) -> tuple[Any, tuple | None, int]:
         try:
-            cur = self._backend.execute(self._raw, engine_sql, values, analytic) if analytic else self._backend.execute(self._raw, engine_sql, values)
+            if analytic:
+                cur = self._backend.execute(self._raw, engine_sql, values, analytic)
+            elif probing:
+                cur = self._backend.execute(self._raw, engine_sql, values, probing=True)
+            else:
+                cur = self._backend.execute(self._raw, engine_sql, values)
             description = self._backend.description(cur)  # may ask the engine (MonetDB's native names)
         except Exception as error:
             raise self._backend.translate(error, statement) from error

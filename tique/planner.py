@@ -27,7 +27,7 @@ from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite import passes
-from tique.rewrite.reads import reads_by_scan, referenced_tables
+from tique.rewrite.reads import reads_by_scan, reads_laterally, referenced_tables
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan
@@ -54,6 +54,7 @@ class ReadPlan:
     params: int
     tables: tuple[str, ...]
     analytic: bool = False  # some table is read by the scan formulation
+    probing: bool = False  # some table is read laterally: a nested loop of key probes (Backend.execute)
     # The statement before its tables were swapped for snapshots, for the variants that
     # read some tables' storage directly (tique/rewrite/storage_reads.py), made on first use.
     source: exp.Expression | None = None
@@ -464,6 +465,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
     analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
+    probing = reads_laterally(touched, context.catalog, context.formulation, context.lateral)
     # Kept where reads have variants: DuckDB's storage reads, MonetDB's analytical reads of
     # empty caches, READ COMMITTED's reads.
     storage_variants = backend.cache_state is not None or (backend.counts_caches and analytic)
@@ -471,7 +473,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
     reads = query_shape(tree, context.catalog, backend.dialect)
     if source is None:
         statement = backend.compile(passes.run(passes.READ, tree, context), owned=True)
-        return ReadPlan(params, names, analytic, reads=reads, variants={frozenset(): statement})
+        return ReadPlan(params, names, analytic, probing, reads=reads, variants={frozenset(): statement})
 
     def build(clean: frozenset[str]) -> Compiled:
         assert source is not None
@@ -482,7 +484,7 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
         except UnsupportedError as error:
             raise NotSupportedError(describe(context.statement, f"not supported through tique: {error}")) from None
 
-    plan = ReadPlan(params, names, analytic, source, reads=reads, build=build)
+    plan = ReadPlan(params, names, analytic, probing, source, reads=reads, build=build)
     if not storage_variants:
         plan.variant(frozenset())  # no storage variants here: the snapshot read is what every execution runs
     return plan

@@ -169,9 +169,11 @@ class Backend(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+    def execute(self, raw: Any, sql: str, params: Sequence[Any], analytic: bool = False, probing: bool = False) -> Any:
         """Runs one statement; returns a DB-API cursor positioned on its result.
-        `analytic` marks a scan-heavy read, for engines that plan those differently."""
+        `analytic` marks a scan-heavy read, for engines that plan those differently;
+        `probing` a read that probes a table's key indexes once per row of a narrow side
+        (tique/rewrite/lateral.py), for engines that plan those differently."""
 
     def install(self, raw: Any) -> None:
         """Creates tique's metadata (idempotent)."""

@@ -132,7 +132,7 @@ class DuckDBBackend(Backend):
         super().close()
         self._base.close()
 
-    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False, probing: bool = False) -> Any:
         statement = self._statement(raw.conn, sql)
         with raw.round_trip(sql):
             return raw.conn.execute(statement, list(params)) if params else raw.conn.execute(statement)

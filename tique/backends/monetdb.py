@@ -486,7 +486,7 @@ class MonetDBBackend(Backend):
                 raw.cursor().execute(f"SET optimizer = '{pipeline}'")
             raw.pipeline = pipeline
 
-    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False) -> Any:
+    def execute(self, raw: Session, sql: str, params: Sequence[Any], analytic: bool = False, probing: bool = False) -> Any:
         if analytic and not raw.schema_change:
             # The caller sends a read here only if it needs none of the open engine
             # transaction's writes (see Connection._run).

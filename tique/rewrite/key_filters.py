@@ -141,3 +141,17 @@ def apply_key_filters(query: exp.Query, table: TableDef, filters: list[exp.Expre
             return column(node.name, side) if isinstance(node, exp.Column) else node
 
         branch.where(exp.and_(*[f.copy().transform(qualified, copy=False) for f in filters]), copy=False)
+
+
+def pins_key_prefix(table: TableDef, ref: exp.Table) -> bool:
+    """Whether the key filters of `ref` pin its table's leading two key columns (its whole
+    key, if shorter) to values by equality: its scan snapshot then reads one small range
+    of the storage and cache key indexes (a district's customers, an order's lines), an
+    OLTP read whose plan hardly depends on the values, not an analytical scan."""
+    pinned: set[str] = set()
+    for condition in key_filters(table, ref):
+        if isinstance(condition, exp.EQ):
+            for side, other in ((condition.this, condition.expression), (condition.expression, condition.this)):
+                if isinstance(side, exp.Column) and isinstance(other, (exp.Placeholder, exp.Parameter, exp.Literal)):
+                    pinned.add(side.name)
+    return set(table.key[:2]) <= pinned
