@@ -552,6 +552,7 @@ def _key_check(backend: Backend, write: WritePlan, from_storage: bool = False) -
 def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params: int, from_storage: bool = False,
                 reads: ReadShape = NOTHING) -> WritePlan:
     table = write.table
+    committed: tuple[tuple[Compiled, ...], frozenset[str]] | None = None
     if write.repeat is not None:
         rows, width = write.repeat
         assert isinstance(tree, exp.Insert) and len(write.inserts) == 1
@@ -565,18 +566,16 @@ def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
         one_row = template if rows == 1 and width == params else None
     else:
-        one_row = None  # the inserts are compiled below, after their variant is copied from them
-    committed: tuple[tuple[Compiled, ...], frozenset[str]] | None = None
-    if write.repeat is None and backend.reads_without_own_versions:
-        # The inserts for a transaction that has no versions in the caches they read
-        # (tique/rewrite/own_versions.py); the validating read, which must see the
-        # statement's own versions, is never so narrowed.
-        stripped = [i.copy() for i in write.inserts]
-        caches = frozenset().union(*[without_own_versions(i) for i in stripped])
-        if caches:
-            committed = (tuple(backend.compile(i, owned=True) for i in stripped), caches)
-    if write.repeat is None:
-        inserts = tuple(backend.compile(i, owned=True) for i in write.inserts)
+        one_row = None
+        if backend.reads_without_own_versions:
+            # The inserts for a transaction that has no versions in the caches they read
+            # (tique/rewrite/own_versions.py); the validating read, which must see the
+            # statement's own versions, is never so narrowed.
+            stripped = [i.copy() for i in write.inserts]
+            caches = frozenset().union(*[without_own_versions(i) for i in stripped])
+            if caches:
+                committed = (tuple(backend.compile(i, owned=True) for i in stripped), caches)
+        inserts = tuple(backend.compile(i, owned=True) for i in write.inserts)  # the rewriter's, read no more
     check, violations = _key_check(backend, write, from_storage)
     planned = dataclasses.replace(write, inserts=inserts, validation=check, params=params, violations=violations, rows=one_row, reads=reads,
                                   undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table), owned=True)))
