@@ -31,7 +31,7 @@ On MonetDB the steps travel in two requests (_commit_in_requests): the write-set
 hashes are read, and only then the timestamp taken, in the first; the write-set insert and
 the COMMIT of the writes, then certify + decide (a read: the oracle claims cts and keeps the
 verdict), then the outcome row with the kept verdict in an engine transaction of its own
-(autocommitted), then publish, in the second. The server runs a request's statements in
+and its COMMIT, then publish, in the second. The server runs a request's statements in
 order, so the certification starts after the writes' commit, and publish after the
 outcome's; it also runs the statements after one that failed, so decide claims the
 timestamp only if our write-set is there (a failed COMMIT of the writes rolled it back),
@@ -321,7 +321,7 @@ class CommitStatements:
           the number of conflicts certification found, answering both; it claims nothing
           when the request logged a write-set that is not there (the writes' COMMIT
           failed, and the server ran on: sql/monetdb/certify_count.sql);
-        - the marker, in an engine transaction of its own (the session autocommits it): the outcome row, with the verdict
+        - the marker, in an engine transaction of its own: the outcome row, with the verdict
           the oracle kept (verdict), only if the owner claimed cts. It reads no table, so
           MonetDB does not abort it for others' appends to the tables it would read;
         - publish, only once an outcome row for cts is committed (else the oracle's status,
@@ -876,9 +876,7 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     2. the write-set as a plain INSERT ... VALUES and COMMIT (the one engine commit of
        the writes); then certify and decide in one read (the oracle claims cts and keeps
        the verdict); then, in an engine transaction of its own, the outcome row with that
-       verdict (the commit point): the session autocommits once the writes' COMMIT ended
-       their engine transaction, so the insert commits alone, without a START TRANSACTION
-       and a COMMIT of its own (two statements' server CPU per commit); then publish.
+       verdict (the commit point) and its COMMIT; then publish.
     The server runs a request's statements in order, so the writes' COMMIT precedes the
     certification as the invariant requires, and publish starts only after the outcome
     row is committed; it also runs the statements after one that failed, so publish
@@ -913,7 +911,8 @@ def _commit_in_requests(backend: Backend, raw: Any, txn: Transaction, tables: li
     try:
         with step(raw, "write-set + engine commit + certify + decide + outcome + publish"):
             (claim, answer), counts = backend.request(raw, [*([logged] if hashes else []), ("COMMIT", []),
-                                                            (decide.sql, decide.values((), ctx)), (marker.sql, marker.values((), ctx)),
+                                                            (decide.sql, decide.values((), ctx)), ("START TRANSACTION", []),
+                                                            (marker.sql, marker.values((), ctx)), ("COMMIT", []),
                                                             (publish.sql, publish.values((), ctx))], commit=True, other_commits=1)
     except BaseException as error:
         _rollback_quietly(backend, raw, txn)
