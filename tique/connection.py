@@ -20,6 +20,7 @@ from tique.planner import (ControlPlan, CreateAsPlan, CreatePlan, DropPlan, Lock
                            WritePlan, batch_rows, batched, make_plan, plan_statement)
 from tique.recovery import recover
 from tique.rewrite.params import Compiled
+from tique.rewrite.own_versions import note_written, unaffected
 from tique.rewrite.point_keys import Key, read_keys, storage_key_query, storage_key_values, written_keys
 from tique.rewrite import passes
 from tique.rewrite.snapshot import Formulation
@@ -903,15 +904,34 @@ class Connection:
             return self._read_at_statement_snapshot(plan, sql)
         state = self._backend.cache_state
         if state is None and plan.source is not None and self._backend.counts_caches and analytic:
-            return plan.variant(self._empty_caches(plan, txn))
+            clean = self._empty_caches(plan, txn)
+            return plan.variant(clean) if clean else self._snapshot_read(plan, txn, sql, params)
         if state is None or plan.source is None:
-            return plan.statement
+            return self._snapshot_read(plan, txn, sql, params)
         since = txn.engine_epoch if txn.engine_open else None
         clean = state.clean(since=since).intersection(plan.tables) - txn.written
         points = read_keys(self._backend.shared_plans, (sql, self.snapshot_formulation, self.static_tables, self._catalog_key),
                            plan.source, self._snapshot, self._backend.dialect, params)
         clean |= {name for name, key in points.items() if name not in clean and state.keys_clean(name, (key,), since)}
         return plan.variant(frozenset(clean))
+
+    def _snapshot_read(self, plan: ReadPlan, txn: Transaction, sql: str, params: tuple) -> Compiled:
+        """The read through every table's snapshot; without the transaction's own versions
+        where it has written none of the caches, or of the keys, it reads
+        (tique/rewrite/own_versions.py)."""
+        committed = plan.without_own_versions()
+        if committed is None or txn.buffered:
+            return plan.statement
+        points: dict[str, list[Key]] = {}
+        if not committed[1].isdisjoint(txn.own_versions):
+            assert plan.source is not None
+            found = read_keys(self._backend.shared_plans, (sql, self.snapshot_formulation, self.static_tables, self._catalog_key),
+                              plan.source, self._snapshot, self._backend.dialect, params)
+            for name, key in found.items():
+                table = self._snapshot.table(name)
+                if table is not None:
+                    points[table.cache] = [key]
+        return committed[0] if unaffected(txn.own_versions, committed[1], points) else plan.statement
 
     def _empty_caches(self, plan: ReadPlan, txn: Transaction) -> frozenset[str]:
         """The tables of an analytical read (on the analytical session, which holds no
@@ -1020,6 +1040,11 @@ class Connection:
                 # New keys of which no version is cached: checked here against storage by
                 # key, not by the engine against the cache rows just written.
                 plan, key_check = dataclasses.replace(plan, validation=None), clean_keys
+        keys, alone = self._written_keys(plan.table, statement, params, rows)
+        if plan.committed is not None and not txn.buffered and unaffected(
+                txn.own_versions, plan.committed[1], {plan.table.cache: keys} if alone and keys is not None else {}):
+            plan = plan.committed[0]  # no versions of ours that it reads (tique/rewrite/own_versions.py)
+        note_written(txn.own_versions, plan.table.cache, keys)  # before it runs: a failure may leave its rows
         try:
             with step(self._raw, "write + validate" if plan.validation is not None else "write"):
                 count = run_write(self._backend, self._raw, plan, params, context, statement)
@@ -1063,6 +1088,23 @@ class Connection:
         if isinstance(single, WritePlan) and single.params and len(params) > single.params:
             return len(params) // single.params
         return 1
+
+    def _written_keys(self, table: TableDef, statement: str, params: tuple, rows: int = 1) -> tuple[list[Key] | None, bool]:
+        """The keys the write appends versions of (None: not known from its text), and
+        whether its target is the only tique table it reads (point_keys.written_keys)."""
+        if not self._backend.reads_without_own_versions:
+            return None, False
+        keys: list[Key] = []
+        alone = True
+        width = len(params) // rows
+        for row in range(rows):  # a batch's rows each take `width` of its parameters
+            found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._snapshot,
+                                            self._backend.dialect, params[row * width:(row + 1) * width])
+            if found is None:
+                return None, False
+            keys.extend(found)
+            alone = alone and row_alone
+        return keys, alone
 
     def _note_writing(self, txn: Transaction, table: TableDef, statement: str, params: tuple, rows: int = 1) -> list[Key] | None:
         """Marks the table's cache, and the keys the write appends versions of, as
@@ -1109,6 +1151,7 @@ class Connection:
         self._open_engine_transaction(txn)
         for write in pending:
             txn.written.add(write.plan.table.name)  # rows may exist even if a check fails
+            note_written(txn.own_versions, write.plan.table.cache, None)
             self._note_writing(txn, write.plan.table, write.statement, write.params, self._rows_in(write.statement, write.params))
             try:
                 run_write(self._backend, self._raw, write.plan, write.params, write.context, write.statement)
@@ -1282,6 +1325,7 @@ class Connection:
         fill = self._plan(text)
         assert isinstance(fill, WritePlan)
         self._note_writing(txn, fill.table, text, ())  # keys unknown to the text: the whole table counts as written
+        note_written(txn.own_versions, fill.table.cache, None)
         run_write(backend, raw, fill, (), txn.write_context(), statement)
         txn.written.add(name)
 

@@ -24,6 +24,7 @@ from tique.isolation import IsolationLevel, control_statement
 from tique.rewrite.constraints import constraint_checks
 from tique.rewrite.faithful import parser_class
 from tique.read_sets import NOTHING, ReadShape, query_shape, write_shape
+from tique.rewrite.own_versions import without_own_versions
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite import passes
@@ -63,6 +64,11 @@ class ReadPlan:
     variants: dict[frozenset[str], Compiled] = field(default_factory=dict, compare=False, hash=False)
     reads: ReadShape = NOTHING  # what a SERIALIZABLE transaction records of it (tique/read_sets.py)
     build: Callable[[frozenset[str]], Compiled] | None = field(default=None, compare=False, hash=False, repr=False)
+    # MonetDB: the read with its snapshots joining committed transactions only, and the
+    # caches it so reads, for a transaction that has written none of them yet
+    # (tique/rewrite/own_versions.py); made on first use.
+    build_committed: Callable[[], tuple[Compiled, frozenset[str]]] | None = field(default=None, compare=False, hash=False, repr=False)
+    committed: list[tuple[Compiled, frozenset[str]]] = field(default_factory=list, compare=False, hash=False, repr=False)
 
     @property
     def statement(self) -> Compiled:
@@ -77,6 +83,15 @@ class ReadPlan:
             assert self.build is not None, "a plan without a source has its statement made when planned"
             found = self.variants[clean] = self.build(clean)
         return found
+
+    def without_own_versions(self) -> tuple[Compiled, frozenset[str]] | None:
+        """The read for a transaction that has no versions in the caches it names (None
+        where there is no such variant), and those caches."""
+        if self.build_committed is None:
+            return None
+        if not self.committed:
+            self.committed.append(self.build_committed())  # two threads at once append equal ones
+        return self.committed[0]
 
     def __eq__(self, other: object) -> bool:
         """What the plan says: its statement and what it records."""
@@ -469,7 +484,8 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
     # Kept where reads have variants: DuckDB's storage reads, MonetDB's analytical reads of
     # empty caches, READ COMMITTED's reads.
     storage_variants = backend.cache_state is not None or (backend.counts_caches and analytic)
-    source = tree.copy() if storage_variants or backend.statement_snapshot_expression() is not None else None
+    source = (tree.copy() if storage_variants or backend.reads_without_own_versions or backend.statement_snapshot_expression() is not None
+              else None)
     reads = query_shape(tree, context.catalog, backend.dialect)
     if source is None:
         statement = backend.compile(passes.run(passes.READ, tree, context), owned=True)
@@ -484,7 +500,14 @@ def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.P
         except UnsupportedError as error:
             raise NotSupportedError(describe(context.statement, f"not supported through tique: {error}")) from None
 
-    plan = ReadPlan(params, names, analytic, probing, source, reads=reads, build=build)
+    def build_committed() -> tuple[Compiled, frozenset[str]]:
+        assert source is not None
+        read = passes.run(passes.READ, source.copy(), context)
+        caches = without_own_versions(read)
+        return backend.compile(read, owned=True), caches
+
+    plan = ReadPlan(params, names, analytic, probing, source, reads=reads, build=build,
+                    build_committed=build_committed if backend.reads_without_own_versions else None)
     if not storage_variants:
         plan.variant(frozenset())  # no storage variants here: the snapshot read is what every execution runs
     return plan
@@ -541,6 +564,7 @@ def _key_check(backend: Backend, write: WritePlan, from_storage: bool = False) -
 def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params: int, from_storage: bool = False,
                 reads: ReadShape = NOTHING) -> WritePlan:
     table = write.table
+    committed: tuple[tuple[Compiled, ...], frozenset[str]] | None = None
     if write.repeat is not None:
         rows, width = write.repeat
         assert isinstance(tree, exp.Insert) and len(write.inserts) == 1
@@ -554,8 +578,19 @@ def _write_plan(tree: exp.Expression, write: WritePlan, backend: Backend, params
         inserts: tuple[Compiled, ...] = (template.expand(rows),)
         one_row = template if rows == 1 and width == params else None
     else:
-        inserts = tuple(backend.compile(i, owned=True) for i in write.inserts)  # the rewriter's, read no more
         one_row = None
+        if backend.reads_without_own_versions:
+            # The inserts for a transaction that has no versions in the caches they read
+            # (tique/rewrite/own_versions.py); the validating read, which must see the
+            # statement's own versions, is never so narrowed.
+            stripped = [i.copy() for i in write.inserts]
+            caches = frozenset().union(*[without_own_versions(i) for i in stripped])
+            if caches:
+                committed = (tuple(backend.compile(i, owned=True) for i in stripped), caches)
+        inserts = tuple(backend.compile(i, owned=True) for i in write.inserts)  # the rewriter's, read no more
     check, violations = _key_check(backend, write, from_storage)
-    return dataclasses.replace(write, inserts=inserts, validation=check, params=params, violations=violations, rows=one_row, reads=reads,
-                               undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table), owned=True)))
+    planned = dataclasses.replace(write, inserts=inserts, validation=check, params=params, violations=violations, rows=one_row, reads=reads,
+                                  undo=_shared(backend, ("undo", table.name), lambda: backend.compile(undo(table), owned=True)))
+    if committed is not None:
+        planned = dataclasses.replace(planned, committed=(dataclasses.replace(planned, inserts=committed[0]), committed[1]))
+    return planned

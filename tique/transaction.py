@@ -227,6 +227,11 @@ class Transaction:
     sts: int
     next_seq: int = 1
     written: set[str] = field(default_factory=set)
+    # The caches this transaction may have appended versions to, each with the keys (or
+    # key prefixes) it wrote there, None when not known: a superset, never cleared. A
+    # statement reading other caches or other keys needs no own-versions branch
+    # (tique/rewrite/own_versions.py).
+    own_versions: dict[str, set[tuple[int, ...]] | None] = field(default_factory=dict)
     buffered: list[BufferedWrite] = field(default_factory=list)
     # The timestamp statements read at; only the stale-snapshot debug fault moves it off
     # sts (certification always uses sts).

@@ -14,7 +14,9 @@
 -- outer join's unmatched side, its appends and the CASE cost about 20% of a prepared
 -- point read's server CPU (tests/test_point_snapshot.py holds what it must read).
 -- The reader's own outcome is never among the committed ones: it is written at its
--- commit, with a commit timestamp above every snapshot it read at. PostgreSQL gains
+-- commit, with a commit timestamp above every snapshot it read at. A statement of a
+-- transaction that has not written the keys it reads runs without the reader's row and
+-- the condition on its own versions (tique/rewrite/own_versions.py). PostgreSQL gains
 -- nothing from this form (a point read's server CPU within noise) and its per-row
 -- LATERAL reads (TPC-C Stock-Level) ran slower with it, so it keeps the LEFT JOIN.
 SELECT TQ_COLUMNS()

@@ -212,6 +212,10 @@ class Backend(ABC):
     # Whether an analytical read asks the engine which of its tables' caches hold no row
     # (empty_caches) and reads those from storage alone, where no CacheState can know it.
     counts_caches: bool = False
+    # Whether a statement of a transaction that has not yet written the tables it reads
+    # runs a variant whose snapshots join committed transactions only (MonetDB's
+    # templates: tique/rewrite/own_versions.py).
+    reads_without_own_versions: bool = False
 
     def empty_caches(self, raw: Any, caches: dict[str, str]) -> frozenset[str]:
         """Of `caches` (table name -> its cache table), the tables whose caches hold no

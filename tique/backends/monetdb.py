@@ -349,6 +349,8 @@ class MonetDBBackend(Backend):
     # (empty_caches); a cache found holding rows is not counted again for this long.
     counts_caches = True
     nonempty_recheck_s = 1.0
+    # A point read without the reader's own versions costs about a third less server CPU.
+    reads_without_own_versions = True
 
     def __init__(self, url: str, prepare_threshold: int = PREPARE_THRESHOLD, packed_keys: bool = True, **_: object) -> None:
         super().__init__()

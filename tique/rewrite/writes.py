@@ -58,6 +58,10 @@ class WritePlan:
     rows: RowTemplate | None = None
     batches: dict[int, "WritePlan"] = field(default_factory=dict, compare=False, hash=False)
     reads: Any = field(default_factory=lambda: _read_nothing())  # ReadShape: what it reads besides the keys it writes (tique/read_sets.py)
+    # MonetDB: this plan with inserts whose snapshots join committed transactions only,
+    # and the caches they so read, for a transaction that has written none of them in an
+    # earlier statement (tique/rewrite/own_versions.py); None where there is none.
+    committed: "tuple[WritePlan, frozenset[str]] | None" = field(default=None, compare=False, hash=False)
 
 
 def _read_nothing() -> Any:
