@@ -373,3 +373,38 @@ def test_writes_to_tables_with_unique_or_check_constraints_keep_their_checks(tmp
             continue
         raise AssertionError(f"accepted: {statement} {values}")
     assert rows(writer, "SELECT id, tag FROM q ORDER BY id") == [(1, 10), (2, 30)]
+
+
+def test_an_executemany_batch_of_keys_without_versions_is_checked_by_key_in_storage(tmp_path: Path) -> None:
+    """A batch whose keys have no versions in the cache is checked by key against storage
+    (not by the engine's key check over the cache rows just written), and that check
+    still refuses a key storage holds and a key the batch repeats; a batch with a key
+    that has versions keeps the engine's key check, which sees the transaction's own delete."""
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    insert = "INSERT INTO t VALUES (?, ?)"
+    for batch in ([(40, "x"), (1, "dup")], [(41, "x"), (42, "y"), (41, "z")]):
+        try:
+            writer.cursor().executemany(insert, batch)
+            raise AssertionError(f"accepted: {batch}")
+        except tique.IntegrityError:
+            writer.rollback()
+    with sent(writer) as texts:
+        writer.cursor().executemany(insert, [(k, f"n{k}") for k in range(50, 60)])
+    assert any(t.startswith('INSERT INTO "t_cache"') for t in texts)
+    assert not any("t_cache" in t for t in texts if t.lstrip().upper().startswith("SELECT"))  # checked by key in storage
+    run(writer, "DELETE FROM t WHERE id = ?", [2])
+    with sent(writer) as texts:
+        writer.cursor().executemany(insert, [(2, "again"), (60, "n60")])  # 2 has this transaction's tombstone
+    assert reads_snapshot(texts)
+    try:
+        writer.cursor().executemany(insert, [(61, "x"), (55, "dup of own")])  # 55: this transaction's own version
+        raise AssertionError("a key the transaction inserted before was inserted again")
+    except tique.IntegrityError:
+        writer.rollback()
+    writer.cursor().executemany(insert, [(k, f"n{k}") for k in range(50, 53)])
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "b"), (50, "n50"), (51, "n51"), (52, "n52")]
+    writer.commit()
