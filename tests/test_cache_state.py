@@ -408,3 +408,44 @@ def test_an_executemany_batch_of_keys_without_versions_is_checked_by_key_in_stor
     checkpoint(admin)
     assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "b"), (50, "n50"), (51, "n51"), (52, "n52")]
     writer.commit()
+
+
+def test_reads_and_writes_of_keys_without_versions_read_the_storage_table_itself(tmp_path: Path) -> None:
+    """On DuckDB a one-table statement reads storage under the table's alias, not through a
+    projection of it (tique/rewrite/storage_reads.py), and answers as before: the values,
+    the columns a star names and the rows an UPDATE or DELETE writes."""
+    admin, _ = fresh(tmp_path)
+    checkpoint(admin)
+    writer = tique.connect(admin.url)
+    with sent(writer) as texts:
+        assert rows(writer, "SELECT * FROM t WHERE id = ?", [1]) == [(1, "a")]
+        assert rows(writer, "SELECT x.v FROM t AS x WHERE x.id = ?", [2]) == [("b",)]
+        assert run(writer, "UPDATE t SET v = v || ? WHERE id = ?", ["!", 1]) == 1
+        assert run(writer, "DELETE FROM u WHERE id = ?", [20]) == 1
+    flat = [t for t in texts if '"t_storage" AS' in t or '"u_storage" AS' in t]
+    assert len(flat) == 4 and not any("SELECT \"id\"" in t for t in flat), texts
+    assert rows(writer, "SELECT id, v FROM t ORDER BY id") == [(1, "a!"), (2, "b")]
+    assert rows(writer, "SELECT id FROM u ORDER BY id") == [(10,)]
+    writer.commit()
+    checkpoint(admin)
+    assert rows(writer, "SELECT v FROM t WHERE id = ?", [1]) == [("a!",)]
+    writer.commit()
+
+
+def test_a_statement_naming_rowid_or_a_table_without_key_keeps_the_storage_projection(tmp_path: Path) -> None:
+    """DuckDB answers `rowid` on a table itself with its row id; the storage projection has
+    no such column, so a statement naming it reads the projection, as before."""
+    admin, _ = fresh(tmp_path)
+    run(admin, "CREATE TABLE h (a INTEGER, b VARCHAR)")
+    run(admin, "INSERT INTO h VALUES (1, 'x')")
+    admin.commit()
+    checkpoint(admin)
+    reader = tique.connect(admin.url)
+    with sent(reader) as texts:
+        rows(reader, "SELECT a, b FROM h")
+        try:
+            rows(reader, "SELECT rowid FROM t WHERE id = ?", [1])
+        except tique.Error:
+            reader.rollback()
+    assert not any('"h_storage" AS' in t or '"t_storage" AS' in t for t in texts), texts
+    reader.commit()
