@@ -1030,7 +1030,12 @@ class Connection:
         rows = self._rows_in(statement, params)
         clean_keys = self._note_writing(txn, plan.table, statement, params, rows)
         key_check = None
-        storage_plan = self._plan(statement, Formulation.STORAGE) if clean_keys is not None and rows == 1 else None
+        storage_plan = self._plan(statement, Formulation.STORAGE) if clean_keys is not None else None
+        if rows > 1 and isinstance(storage_plan, WritePlan):
+            # An executemany batch: the storage plan's insert of that many rows, as _planned
+            # makes the batch's own plan (TPC-C's order lines: one check by key, not the
+            # engine's key check over the cache rows just written).
+            storage_plan = batched(storage_plan, rows) if batch_rows(storage_plan) else None
         # Storage alone answers for keys without cached versions, but not for UNIQUE and
         # CHECK counts, which the validating read carries beside the key check.
         if isinstance(storage_plan, WritePlan) and storage_plan.params == plan.params and not storage_plan.violations:

@@ -438,7 +438,11 @@ class CommitStatements:
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
         compiled = self._write_sets.get(key)
         if compiled is None:
-            insert = facts.internal_insert(exp.insert(self._write_set_rows(key[0]), "tq_write_sets", columns=["txid", "cts", "key_hash"]))
+            rows = self._write_set_rows(key[0])
+            if not self.backend.distinct_write_set:
+                for part in rows.find_all(exp.Select):
+                    part.set("distinct", None)
+            insert = facts.internal_insert(exp.insert(rows, "tq_write_sets", columns=["txid", "cts", "key_hash"]))
             if taken_in_request:
                 taken = self.backend.taken_commit_timestamp()
                 assert taken is not None

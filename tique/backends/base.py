@@ -250,6 +250,10 @@ class Backend(ABC):
     # A writer's whole commit travels in one request (tique/transaction.py, _commit_whole):
     # needs commit_whole() (PostgreSQL).
     commits_whole = False
+    # The write-set insert logs each hashed key once per transaction (SELECT DISTINCT); a
+    # backend whose readers of tq_write_sets only ask whether a matching row exists may log
+    # one row per cached version instead and save the engine its aggregates (DuckDB).
+    distinct_write_set = True
 
     def lock_write_set(self, txid: int) -> tuple[str, list] | None:
         """A statement that takes the key locks of the write-set `txid` logged in the open

@@ -75,6 +75,11 @@ class DuckDBBackend(Backend):
                       re.compile(r'(?:Table|Values list) "(?P<qualifier>[^"]+)" does not have a column named "(?P<column>[^"]+)"'))
     missing_table = (re.compile(r"Table with name (?P<table>\S+) does not exist"),)
     checkpoints_in_one_transaction = True  # a commit per step was a log sync each: ~40 a round
+    # Certification (sql/common/certify.sql, certify_reads.sql) and the DDL check ask only
+    # whether a matching write-set row exists, and recovery reads (cts, txid) DISTINCT, so a
+    # key the transaction wrote twice may be logged twice. Without the per-table DISTINCT,
+    # a New-Order's write-set insert (five tables) took 1.1 ms engine CPU instead of 1.7.
+    distinct_write_set = False
 
     def __init__(self, url: str, **_: object) -> None:
         super().__init__()

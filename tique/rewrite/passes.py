@@ -237,7 +237,7 @@ def fence_snapshots_in_joins(tree: exp.Expression, context: PassContext) -> exp.
 def read_clean_tables_from_storage(tree: exp.Expression, context: PassContext) -> exp.Expression:
     """Each reference to a table in `context.clean` becomes a projection of its storage
     table (tique/rewrite/storage_reads.py)."""
-    return read_storage(tree, context.catalog, context.clean)
+    return read_storage(tree, context.catalog, context.clean, context.dialect)
 
 
 PREPARE: tuple[Pass, ...] = (expand_views, alias_as_written, name_output_columns_as_native, expose_rowid, refuse_engine_rejects,

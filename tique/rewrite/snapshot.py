@@ -44,7 +44,7 @@ def snapshot(table: TableDef, formulation: Formulation, key_hash: KeyHash, *, ph
         carried = tuple(c for c in table.physical_columns if c in only or c in table.match_key)
     # MonetDB ranks the cache versions of the visible transactions only (its template says why).
     rank = "monetdb/snapshot_rank.sql" if dialect == "monetdb" else "common/snapshot_rank.sql"
-    scan = "monetdb/snapshot_scan.sql" if dialect == "monetdb" else "common/snapshot_scan.sql"
+    scan = {"monetdb": "monetdb/snapshot_scan.sql", "duckdb": "duckdb/snapshot_scan.sql"}.get(dialect or "", "common/snapshot_scan.sql")
     name = rank if formulation is Formulation.RANK else scan
     (query,) = table_template(name, table, columns, key_hash, carried)
     assert isinstance(query, exp.Query)

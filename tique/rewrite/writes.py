@@ -17,6 +17,7 @@ from tique.rewrite import facts
 from tique.rewrite.monetdb_case import hoist_scalars, scalars_table
 from tique.rewrite.reads import replace_tables
 from tique.rewrite.snapshot import Formulation, formulation_for, pinned_key, snapshot
+from tique.rewrite.storage_reads import flat_storage, storage_table
 from tique.rewrite.params import USER_PREFIX, Compiled, RowTemplate, holds_mark
 from tique.rewrite.templates import KeyHash, column, data_type, packed_key, quoted
 from tique.rewrite.union_fence import NO_LIMIT
@@ -557,8 +558,12 @@ def _target_source(tree: exp.Update | exp.Delete, table: TableDef, catalog: Cata
     if formulation is Formulation.AUTO:
         formulation = formulation_for(table, tree.args.get("where"), ref)
     point = pinned_key(table, tree.args.get("where"), ref) if formulation is Formulation.RANK else None
-    snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point, dialect=dialect),
-                                               alias=exp.TableAlias(this=quoted(alias))))
+    snap: exp.Expression
+    if formulation is Formulation.STORAGE and not _sources(tree) and flat_storage(table, tree, dialect):
+        snap = storage_table(table, exp.TableAlias(this=quoted(alias)))  # the storage table itself (tique/rewrite/storage_reads.py)
+    else:
+        snap = facts.other_snapshot(exp.Subquery(this=snapshot(table, formulation, key_hash, physical=True, point=point, dialect=dialect),
+                                                   alias=exp.TableAlias(this=quoted(alias))))
     where = tree.args.get("where")
     if fence and where is not None:
         conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
