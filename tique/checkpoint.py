@@ -429,15 +429,16 @@ class Checkpointer:
             self._execute(step, context)
         return moved, purged
 
-    def _older_readers_ended(self, fence: int) -> bool:
+    def _older_readers_ended(self, fence: int, pausable: bool = True) -> bool:
         """Whether every tique transaction begun before `fence` has ended, waiting at most
         reader_wait_s for them (see the invariant, "Older readers"). It asks the oracle
         again after pauses of 1 ms doubling up to READER_POLL_MAX_S: the transactions it
-        waits for are short, and a commit ends in the oracle, which no query watches."""
+        waits for are short, and a commit ends in the oracle, which no query watches.
+        `pausable`: the wait before a purge, where a test's ReaderWaitPause holds it."""
         backend, raw = self.backend, self.raw
         if not backend.began_before(raw, fence):
             return True
-        if self.reader_pause is not None:
+        if pausable and self.reader_pause is not None:
             self.reader_pause.hold()
         began = time.monotonic()
         deadline = began + self.reader_wait_s
@@ -455,16 +456,30 @@ class Checkpointer:
             self._waited += time.monotonic() - began
 
     def _move(self, work: list[tuple[str, str]], context: dict[str, int]) -> int:
-        """Steps 1 and 2 of each table of `work`."""
+        """Steps 1 and 2 of each table of `work`: per table, or where appends refill
+        deleted rows only once their readers have ended (see the invariant, "Refilled"),
+        step 1 of every table, the wait for the transactions begun before it, then step 2
+        of every table."""
+        if self.backend.appends_refill_after_readers:
+            for name, ddl in work:
+                self._delete_storage(name, ddl, context)
+            self._older_readers_ended(self.backend.purge_fence(self.raw), pausable=False)
+            return sum(self._insert_storage(name, ddl, context) for name, ddl in work)
         moved = 0
         for name, ddl in work:
-            delete_storage, insert_storage, _ = self._table_statements(name, ddl)
-            for statement in delete_storage:
-                self._execute(statement, context)
-            self._hold(name, "delete_storage")
-            (insert,) = insert_storage
-            moved += max(self.backend.affected(self._execute(insert, context)), 0)
-            self._hold(name, "insert_storage")
+            self._delete_storage(name, ddl, context)
+            moved += self._insert_storage(name, ddl, context)
+        return moved
+
+    def _delete_storage(self, name: str, ddl: str, context: dict[str, int]) -> None:
+        for statement in self._table_statements(name, ddl)[0]:
+            self._execute(statement, context)
+        self._hold(name, "delete_storage")
+
+    def _insert_storage(self, name: str, ddl: str, context: dict[str, int]) -> int:
+        (insert,) = self._table_statements(name, ddl)[1]
+        moved = max(self.backend.affected(self._execute(insert, context)), 0)
+        self._hold(name, "insert_storage")
         return moved
 
     def _purge(self, purge: _WaitingPurge) -> int:
