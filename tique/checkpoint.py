@@ -64,9 +64,8 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   committed transaction deleted. Autocommitted, step 2 can refill the slots step 1
   freed ("Refilled" says when), so an updated key keeps its place in storage (whose
   packed key then stays in the order it was loaded in, sys.storage shows it sorted
-  again), and writers' appends
-  refill the slots step 3 freed; in one transaction with the DELETE neither can, and
-  the tables grow out of order instead.
+  again), and writers' appends refill the slots step 3 freed; in one transaction with
+  the DELETE neither can, and the tables grow out of order instead.
 - Not in place. Updating a packed table's storage rows in place on MonetDB (an UPDATE
   ... FROM the stable versions, deleting only tombstoned keys' rows and appending only
   keys storage lacks) left storage without deleted rows, which MonetDB needs to answer an
