@@ -3,23 +3,34 @@ keys, deleted keys, key moves, re-inserts and key-only tables, with a transactio
 across a round (MonetDB cannot reuse a deleted row's slot meanwhile), checked in storage
 itself (read by scans, not through any index) and through tique. (The checkpointer once
 updated storage rows in place here; tique/checkpoint.py, "Not in place", says why it no
-longer does.)
+longer does.) A round appends only once the transactions begun before its deletes have
+ended, so its appends refill the rows they freed (tique/checkpoint.py, "Refilled").
 """
 from __future__ import annotations
 
 import random
+import time
 from typing import Callable
 
 import pytest
 
 import tique
+from checkpoint_round import round_in_thread
 from sqlhelp import run_for_rows as run
-from tique.checkpoint import checkpoint
+from tique.checkpoint import Checkpointer, checkpoint
 
 pytestmark = pytest.mark.parametrize("engine", ["monetdb"], indirect=True)
 
 Connect = Callable[..., tique.Connection]
 Native = Callable[[str], list[tuple]]
+WAIT = 60.0  # seconds: a bound on every wait, never expected to be reached
+
+
+def _deleted_rows(native: Native, storage: str) -> int:
+    """Rows of `storage` that deletes removed but whose slots MonetDB still holds."""
+    ((physical,),) = native(f"SELECT max(count) FROM sys.storage(current_schema, '{storage}')")
+    ((visible,),) = native(f"SELECT count(*) FROM {storage}")
+    return int(physical) - int(visible)
 
 
 def _districts(connect: Connect) -> tique.Connection:
@@ -111,3 +122,35 @@ def test_random_writes_survive_checkpoint_rounds(connect: Connect, native: Nativ
     expected = sorted((w, d, v, n) for (w, d), (v, n) in model.items())
     assert native("SELECT w, d, next_o, name FROM district_storage ORDER BY w, d") == expected
     assert native("SELECT count(*) FROM district_cache") == [(0,)]
+
+
+def test_a_round_appends_into_the_rows_it_deleted_once_older_readers_end(connect: Connect, native: Native) -> None:
+    """A reader begun before the round's deletes holds the appends back; once it has
+    ended they fill the freed rows, and storage keeps no deleted row (an append right
+    after the deletes, with the reader still open, left all four behind)."""
+    conn = _districts(connect)
+    assert _deleted_rows(native, "district_storage") == 0
+    for d in (1, 2, 3, 4):
+        run(conn, "UPDATE district SET next_o = ?, name = ? WHERE w = ? AND d = ?", (d + 10, f"r{d}", 2, d))
+    older = connect()
+    run(older, "UPDATE district SET next_o = ? WHERE w = ? AND d = ?", (100, 1, 10))  # its engine transaction is open from here on
+    checkpointer = Checkpointer(conn.backend)
+    checkpointer.reader_wait_s = WAIT
+    with round_in_thread(checkpointer, WAIT) as failures:
+        deadline = time.monotonic() + WAIT
+        while native("SELECT count(*) FROM district_storage") == [(30,)] and not failures and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Step 1 has deleted the four keys' storage rows; the appends wait for `older`,
+        # which still reads each key once (from its stable cache version).
+        assert native("SELECT count(*) FROM district_storage") == [(26,)], failures
+        assert run(older, "SELECT next_o FROM district WHERE w = ? ORDER BY d", (2,)) == [(11,), (12,), (13,), (14,), *[(1,)] * 6]
+        older.rollback()
+    checkpointer.close()
+    assert not failures, failures
+    assert _deleted_rows(native, "district_storage") == 0
+    assert native("SELECT d, next_o, name FROM district_storage WHERE w + 0 = 2 AND d + 0 <= 4 ORDER BY d") == \
+        [(d, d + 10, f"r{d}") for d in (1, 2, 3, 4)]
+    assert native("SELECT count(*) FROM district_storage") == [(30,)]
+    assert native("SELECT count(*) FROM district_cache WHERE w = 2") == [(0,)]
+    assert run(conn, "SELECT next_o, name FROM district WHERE w = ? AND d = ?", (2, 3)) == [(13, "r3")]
+    assert run(conn, "SELECT next_o FROM district WHERE w = ? AND d = ?", (1, 10)) == [(1,)]

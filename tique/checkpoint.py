@@ -61,11 +61,11 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   throughput fell 19-41% (4 of 4 interleaved comparisons). The purge (step 3
   and the metadata purge) as one transaction lost throughput as well (2 of 2 pairs).
   Why, as far as seen: MonetDB puts an INSERT's rows into the slots of rows that a
-  committed transaction deleted. Autocommitted, step 2 refills the slots step 1 freed,
-  so an updated key keeps its place in storage (whose packed key then stays in the
-  order it was loaded in, sys.storage shows it sorted again), and writers' appends
-  refill the slots step 3 freed; in one transaction with the DELETE neither can, and
-  the tables grow out of order instead.
+  committed transaction deleted. Autocommitted, step 2 can refill the slots step 1
+  freed ("Refilled" says when), so an updated key keeps its place in storage (whose
+  packed key then stays in the order it was loaded in, sys.storage shows it sorted
+  again), and writers' appends refill the slots step 3 freed; in one transaction with
+  the DELETE neither can, and the tables grow out of order instead.
 - Not in place. Updating a packed table's storage rows in place on MonetDB (an UPDATE
   ... FROM the stable versions, deleting only tombstoned keys' rows and appending only
   keys storage lacks) left storage without deleted rows, which MonetDB needs to answer an
@@ -73,6 +73,23 @@ on: every step is cleanup, idempotent, and finds the same rows next round.
   optimizer's column statistics) within seconds of TPC-C at 6 clients with that step, in
   every run, and in none without it (tests/test_monetdb_checkpoint_load.py). So every
   engine deletes and appends.
+- Refilled (backends with appends_refill_after_readers: MonetDB). MonetDB's append
+  takes a deleted row's slot only once every engine transaction open at the DELETE has
+  ended and another has ended after it (11.45, measured: a DELETE and an append of as
+  many rows left every deleted row behind when the append came right after the DELETE,
+  with or without other sessions, and none when any statement ran in between). Under
+  load some transaction is nearly always open, so deleting and appending per table left
+  each round's moved rows deleted in storage, and a table with deleted rows answers an
+  equality filter by scanning the column instead of through its hash (on 1M rows, 3-5 ms
+  against 0.3-1 ms a point read). So a round runs step 1 of every table, waits (as
+  "Older readers" does, at most reader_wait_s, holding no engine transaction) for the
+  tique transactions begun before it to end, asking the oracle in statements of its own
+  (which end after them), and only then step 2 of every table, whose appends refill the
+  slots step 1 freed. Step 1 and step 2 of a table need not follow each other: between
+  them each moved key is read from its stable cache version, which stays until step 3.
+  A wait that runs out appends all the same (the slots left deleted are refilled by a
+  later round's appends); only the tombstoned keys' rows step 1 deletes with nothing to
+  append stay deleted until one.
 - The background thread paces its rounds so that they take at most MAX_BUSY_SHARE of
   its time: a round of d seconds (less its wait for older readers) is followed by a
   wait of d * (1 - share) / share, at least the configured interval and at most
@@ -429,15 +446,16 @@ class Checkpointer:
             self._execute(step, context)
         return moved, purged
 
-    def _older_readers_ended(self, fence: int) -> bool:
+    def _older_readers_ended(self, fence: int, pausable: bool = True) -> bool:
         """Whether every tique transaction begun before `fence` has ended, waiting at most
         reader_wait_s for them (see the invariant, "Older readers"). It asks the oracle
         again after pauses of 1 ms doubling up to READER_POLL_MAX_S: the transactions it
-        waits for are short, and a commit ends in the oracle, which no query watches."""
+        waits for are short, and a commit ends in the oracle, which no query watches.
+        `pausable`: the wait before a purge, where a test's ReaderWaitPause holds it."""
         backend, raw = self.backend, self.raw
         if not backend.began_before(raw, fence):
             return True
-        if self.reader_pause is not None:
+        if pausable and self.reader_pause is not None:
             self.reader_pause.hold()
         began = time.monotonic()
         deadline = began + self.reader_wait_s
@@ -455,16 +473,30 @@ class Checkpointer:
             self._waited += time.monotonic() - began
 
     def _move(self, work: list[tuple[str, str]], context: dict[str, int]) -> int:
-        """Steps 1 and 2 of each table of `work`."""
+        """Steps 1 and 2 of each table of `work`: per table, or where appends refill
+        deleted rows only once their readers have ended (see the invariant, "Refilled"),
+        step 1 of every table, the wait for the transactions begun before it, then step 2
+        of every table."""
+        if self.backend.appends_refill_after_readers:
+            for name, ddl in work:
+                self._delete_storage(name, ddl, context)
+            self._older_readers_ended(self.backend.purge_fence(self.raw), pausable=False)
+            return sum(self._insert_storage(name, ddl, context) for name, ddl in work)
         moved = 0
         for name, ddl in work:
-            delete_storage, insert_storage, _ = self._table_statements(name, ddl)
-            for statement in delete_storage:
-                self._execute(statement, context)
-            self._hold(name, "delete_storage")
-            (insert,) = insert_storage
-            moved += max(self.backend.affected(self._execute(insert, context)), 0)
-            self._hold(name, "insert_storage")
+            self._delete_storage(name, ddl, context)
+            moved += self._insert_storage(name, ddl, context)
+        return moved
+
+    def _delete_storage(self, name: str, ddl: str, context: dict[str, int]) -> None:
+        for statement in self._table_statements(name, ddl)[0]:
+            self._execute(statement, context)
+        self._hold(name, "delete_storage")
+
+    def _insert_storage(self, name: str, ddl: str, context: dict[str, int]) -> int:
+        (insert,) = self._table_statements(name, ddl)[1]
+        moved = max(self.backend.affected(self._execute(insert, context)), 0)
+        self._hold(name, "insert_storage")
         return moved
 
     def _purge(self, purge: _WaitingPurge) -> int:

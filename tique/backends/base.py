@@ -158,6 +158,11 @@ class Backend(ABC):
     # round moved waits until every transaction begun before the move has ended
     # (purge_fence, began_before).
     purge_waits_for_older_readers = False
+    # An append fills the rows a committed DELETE freed only once every engine transaction
+    # open at that DELETE has ended (and one more has ended since: MonetDB), so the
+    # checkpointer runs step 1 of every table, waits for the tique transactions begun
+    # before it (purge_fence, began_before), then appends: tique/checkpoint.py, "Refilled".
+    appends_refill_after_readers = False
 
     def purge_fence(self, raw: Any) -> int:
         """A mark after which every tique transaction that begins is told apart from

@@ -989,6 +989,9 @@ class MonetDBBackend(Backend):
     # afterwards miss some of those rows while others append to the table, though it still
     # sees the storage rows it began with: see tique/checkpoint.py, "Older readers".
     purge_waits_for_older_readers = True
+    # Seen on 11.45: a table with deleted rows answers an equality filter by a scan, not
+    # through the column's hash; see tique/checkpoint.py, "Refilled".
+    appends_refill_after_readers = True
 
     def purge_fence(self, raw: Any) -> int:
         return self.oracle.fence(raw)
