@@ -13,9 +13,13 @@ INSERT INTO tq_catalog (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 -- statement (SELECT ..., tq_catalog_version() FROM tq_begin()) it sees every schema change
 -- whose transaction the start timestamp includes, which the statement's snapshot, taken
 -- before tq_begin() ran, might not.
-CREATE OR REPLACE FUNCTION tq_catalog_version() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$
-  SELECT version FROM tq_catalog WHERE id = 1;
-$$;
+-- PL/pgSQL, as every function here that runs a query per call (tq_registration is inlined):
+-- it keeps its statements' plans for the session, where a LANGUAGE sql function that
+-- PostgreSQL cannot inline plans its query again on every call.
+CREATE OR REPLACE FUNCTION tq_catalog_version() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  RETURN (SELECT version FROM tq_catalog WHERE id = 1);
+END $$;
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
 CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);
@@ -88,9 +92,10 @@ END $$;
 
 -- A transaction whose snapshot is no longer read (it ended, or its outcome is in) gives
 -- up its registration (see tq_registration).
-CREATE OR REPLACE FUNCTION tq_leave(p_sts BIGINT) RETURNS BOOLEAN LANGUAGE sql AS $$
-  SELECT pg_advisory_unlock_shared(tq_registration(p_sts));
-$$;
+CREATE OR REPLACE FUNCTION tq_leave(p_sts BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN pg_advisory_unlock_shared(tq_registration(p_sts));
+END $$;
 
 -- Commit timestamp: logged in tq_committing before it is returned (but see p_durable). The session-level
 -- advisory lock on it is held until tq_publish, and the server drops it if the client
@@ -118,9 +123,10 @@ BEGIN
   END IF;
   RETURN c;
 END $$;
-CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE sql AS $$
-  SELECT tq_take_cts(p_txid, FALSE);
-$$;
+CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN tq_take_cts(p_txid, FALSE);
+END $$;
 
 -- Key locks: the engine transaction that commits a write-set first takes an exclusive
 -- transaction-level advisory lock on each of its key hashes (the two-integer form, whose
@@ -151,9 +157,10 @@ BEGIN
   END LOOP;
   RETURN n;
 END $$;
-CREATE OR REPLACE FUNCTION tq_lock_write_set(p_txid BIGINT) RETURNS BIGINT LANGUAGE sql AS $$
-  SELECT tq_lock_keys(ARRAY(SELECT DISTINCT w.key_hash FROM tq_write_sets w WHERE w.txid = p_txid ORDER BY w.key_hash));
-$$;
+CREATE OR REPLACE FUNCTION tq_lock_write_set(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN tq_lock_keys(ARRAY(SELECT DISTINCT w.key_hash FROM tq_write_sets w WHERE w.txid = p_txid ORDER BY w.key_hash));
+END $$;
 
 -- Advances the snapshot to p_target once every commit timestamp up to it has an outcome:
 -- waits (blocking inside the server, bounded by p_timeout_ms per predecessor) for each
