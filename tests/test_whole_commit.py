@@ -235,3 +235,30 @@ def test_increments_racing_through_both_commit_paths_lose_no_update(connect: Con
     _racing_increments(connect, ["snapshot", "serializable", "snapshot", "serializable"])
 
 
+
+
+def test_the_write_set_is_logged_under_the_timestamp_taken_in_its_own_statement(connect: Connect, native: Any) -> None:
+    """A whole commit takes its timestamp, logs its write-set and locks it in one statement
+    (PostgresBackend.take_log_and_lock): every key of the write-set carries the timestamp
+    its outcome row names, and no tq_committing row is logged (it could only ever commit
+    with the outcome row). The commit that logs its write-set apart from its outcome
+    (SERIALIZABLE) still logs one, which a resolver or recovery reads."""
+    conn = connect()
+    run(conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    for i in (1, 2, 3):
+        run(conn, "INSERT INTO t VALUES (?, 0)", (i,))
+    conn.commit()
+    run(conn, "UPDATE t SET v = v + 1 WHERE id <= 2")
+    run(conn, "INSERT INTO t VALUES (4, 0)")
+    conn.commit()
+    ((txid, cts),) = native("SELECT txid, cts FROM tq_outcome WHERE did_commit ORDER BY cts DESC LIMIT 1")
+    assert native(f"SELECT DISTINCT cts FROM tq_write_sets WHERE txid = {txid}") == [(cts,)]
+    assert native(f"SELECT count(DISTINCT key_hash) FROM tq_write_sets WHERE txid = {txid}") == [(3,)]
+    assert native(f"SELECT count(*) FROM tq_committing WHERE cts = {cts}") == [(0,)]
+    serializable = connect(isolation_level="serializable")
+    run(serializable, "UPDATE t SET v = v + 1 WHERE id = 3")
+    serializable.commit()
+    ((txid, cts),) = native("SELECT txid, cts FROM tq_outcome WHERE did_commit ORDER BY cts DESC LIMIT 1")
+    assert native(f"SELECT txid FROM tq_committing WHERE cts = {cts}") == [(txid,)]
+    assert native(f"SELECT DISTINCT cts FROM tq_write_sets WHERE txid = {txid}") == [(cts,)]
+    assert rows(conn, "SELECT id, v FROM t ORDER BY id") == [(1, 1), (2, 1), (3, 1), (4, 0)]

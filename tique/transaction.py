@@ -21,7 +21,8 @@ Commit of a writer, in order:
    order, and commit returns only once transactions that begin later see it.
 On PostgreSQL steps 1-4 travel in one request and steps 1-3 commit as one engine
 transaction (_commit_whole, PostgresBackend.commit_whole): inside the engine transaction
-of the writes, the timestamp, the write-set, the write-set's key locks, then the outcome
+of the writes, one statement that takes the timestamp, logs the write-set under it and
+takes the write-set's key locks (PostgresBackend.take_log_and_lock), then the outcome
 row (certify and mark), and its COMMIT; then publish, which starts only once that COMMIT
 returned. The statements after the timestamp read it from the session (currval). A
 commit at SERIALIZABLE, with rows read FOR SHARE, or held at a debug pause point sends
@@ -46,7 +47,8 @@ other's write-set committed. On DuckDB and MonetDB, and on PostgreSQL's two-requ
 because step 2 commits before step 3 starts in every transaction. On PostgreSQL, where a
 whole commit certifies inside the engine transaction of its write-set (nothing of it is
 committed yet), because every engine transaction that commits a write-set first takes
-an exclusive lock on each of its key hashes (tq_lock_write_set, in one statement, in hash
+an exclusive lock on each of its key hashes (tq_lock_keys: in a whole commit in the
+statement that logs the write-set, elsewhere by tq_lock_write_set; in one statement, in hash
 order, so no two wait for each other in a cycle; a write-set of more than 64 keys takes
 one exclusive lock instead, which every smaller one takes shared before its key locks, so
 it still excludes every overlapping writer, in the same acyclic order, and a large write
@@ -80,9 +82,9 @@ write-sets it certifies against (above its start) stay logged.
 
 Engine commits and durability (PostgreSQL, where each could wait for a WAL flush): a
 reader makes none (begin and end take and drop a lock, its reads write nothing); a
-writer's whole commit makes two: steps 1-3 (its writes, its write-set, tq_committing's
-row and the outcome row, which commit with the server's synchronous_commit: tq_take_cts
-with p_durable) and step 4 (publish moves the clock row, with synchronous_commit = off).
+writer's whole commit makes two: steps 1-3 (its writes, its write-set and the outcome
+row, which commit with the server's synchronous_commit: tq_take_cts with p_durable, which
+logs no tq_committing row, since that row could never be seen without the outcome) and step 4 (publish moves the clock row, with synchronous_commit = off).
 A writer on the two-request path makes three: step 2 (asynchronous), step 3 (the outcome
 row, durable) and step 4 (asynchronous). No acknowledged commit can be lost:
 commit() returns only after the outcome row committed, so its commit record is flushed
@@ -429,10 +431,11 @@ class CommitStatements:
             self._write_sets[key] = compiled  # type: ignore[index]
         return compiled
 
-    def write_set(self, tables: list[TableDef], taken_in_request: bool = False) -> Compiled | None:
+    def write_set(self, tables: list[TableDef], taken_in_request: bool | str = False) -> Compiled | None:
         """The write-set insert (None without written tables: a FOR SHARE reader). `taken_in_request`:
         the commit timestamp is taken by the statement before it in the same request, so it is read
-        from the session (Backend.taken_commit_timestamp) instead of bound."""
+        from the session (Backend.taken_commit_timestamp) instead of bound; "statement": by the
+        statement this insert becomes part of (PostgresBackend.take_log_and_lock)."""
         if not tables:
             return None
         key = (tuple(sorted(tables, key=lambda t: t.name)), taken_in_request)
@@ -444,7 +447,8 @@ class CommitStatements:
                     part.set("distinct", None)
             insert = facts.internal_insert(exp.insert(rows, "tq_write_sets", columns=["txid", "cts", "key_hash"]))
             if taken_in_request:
-                taken = self.backend.taken_commit_timestamp()
+                taken = (self.backend.taken_in_statement_timestamp() if taken_in_request == "statement"  # type: ignore[attr-defined]
+                         else self.backend.taken_commit_timestamp())
                 assert taken is not None
                 for p in list(insert.find_all(exp.Placeholder)):
                     if p.this == "tq_cts":
@@ -677,22 +681,24 @@ def _commit_whole(backend: Backend, raw: Any, txn: Transaction, tables: list[Tab
                   timeout: float) -> int:
     """commit_writer's steps 1-4 in one request and one durable engine commit (PostgreSQL,
     PostgresBackend.commit_whole): inside the engine transaction of the writes, take the
-    commit timestamp, log the write-set under it, take its key locks, then certify and
-    insert the outcome row, and COMMIT that engine transaction; then publish. Certification
-    is a statement after the one that took the key locks, so (the engine transaction runs
+    commit timestamp, log the write-set under it and take its key locks (one statement),
+    then certify and insert the outcome row, and COMMIT that engine transaction; then
+    publish. Certification is a statement after the one that took the key locks, so (the engine transaction runs
     at READ COMMITTED) it reads as of a snapshot taken once every overlapping writer that
     locked a key first has committed: see the invariant. The statements after the
     timestamp read it from the session (currval), so none waits for the client."""
     oracle = backend.oracle
     ctx: dict[str, int] = {"tq_txid": txn.txid, "tq_sts": txn.certification_sts}
-    ws = sql.write_set(tables, taken_in_request=True)
-    lock = backend.lock_write_set(txn.txid)
-    assert ws is not None and lock is not None
+    ws = sql.write_set(tables, taken_in_request="statement")
+    assert ws is not None
+    take = oracle.take_statement(txn.txid, durable=True)
+    assert take is not None
+    logged = backend.take_log_and_lock(take, (ws.sql, ws.values((), ctx)))  # type: ignore[attr-defined]
     marker = sql.commit_marker_taken()
     txn.engine_open = False
     with step(raw, "take cts + write-set + key locks + certify + outcome + engine commit + publish"):
-        done = backend.commit_whole(raw, [oracle.take_statement(txn.txid, durable=True), (ws.sql, ws.values((), ctx)), lock],  # type: ignore[attr-defined]
-                                    (marker.sql, marker.values((), ctx)), oracle.publish_taken_statement(raw, txn.txid, timeout))  # type: ignore[attr-defined]
+        done = backend.commit_whole(raw, [logged], (marker.sql, marker.values((), ctx)),  # type: ignore[attr-defined]
+                                    oracle.publish_taken_statement(raw, txn.txid, timeout))  # type: ignore[attr-defined]
     if not done.committed:
         _rollback_quietly(backend, raw, txn)  # a no-op: commit_whole left no engine transaction open
         cts = oracle.taken_after_failure(raw)  # the request may have taken one

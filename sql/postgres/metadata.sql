@@ -13,9 +13,13 @@ INSERT INTO tq_catalog (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 -- statement (SELECT ..., tq_catalog_version() FROM tq_begin()) it sees every schema change
 -- whose transaction the start timestamp includes, which the statement's snapshot, taken
 -- before tq_begin() ran, might not.
-CREATE OR REPLACE FUNCTION tq_catalog_version() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$
-  SELECT version FROM tq_catalog WHERE id = 1;
-$$;
+-- PL/pgSQL, as every function here that runs a query per call (tq_registration is inlined):
+-- it keeps its statements' plans for the session, where a LANGUAGE sql function that
+-- PostgreSQL cannot inline plans its query again on every call.
+CREATE OR REPLACE FUNCTION tq_catalog_version() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  RETURN (SELECT version FROM tq_catalog WHERE id = 1);
+END $$;
 CREATE TABLE IF NOT EXISTS tq_committing (txid BIGINT NOT NULL, cts BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS tq_committing_txid ON tq_committing (txid);
 CREATE INDEX IF NOT EXISTS tq_committing_cts ON tq_committing (cts);
@@ -88,16 +92,21 @@ END $$;
 
 -- A transaction whose snapshot is no longer read (it ended, or its outcome is in) gives
 -- up its registration (see tq_registration).
-CREATE OR REPLACE FUNCTION tq_leave(p_sts BIGINT) RETURNS BOOLEAN LANGUAGE sql AS $$
-  SELECT pg_advisory_unlock_shared(tq_registration(p_sts));
-$$;
+CREATE OR REPLACE FUNCTION tq_leave(p_sts BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN pg_advisory_unlock_shared(tq_registration(p_sts));
+END $$;
 
--- Commit timestamp: logged in tq_committing before it is returned. The session-level
+-- Commit timestamp: logged in tq_committing before it is returned (but see p_durable). The session-level
 -- advisory lock on it is held until tq_publish, and the server drops it if the client
 -- dies, which is how successors learn that an owner is gone without polling.
 -- p_durable: the calling transaction also commits the outcome row (tique/transaction.py,
 -- _commit_whole), so it commits with the server's synchronous_commit; otherwise it
--- carries the writes and the write-set only and commits asynchronously.
+-- carries the writes and the write-set only and commits asynchronously. A durable call
+-- logs no tq_committing row: that row would commit with the outcome row or not at all, so
+-- no resolver (tq_advance) or recovery (tq_recover) could ever find it without an
+-- outcome, which is all it is read for; leaving it out saves its WAL in the flush every
+-- writer waits for.
 CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT, p_durable BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE c BIGINT;
 BEGIN
@@ -109,12 +118,15 @@ BEGIN
   PERFORM pg_advisory_xact_lock_shared(7411, 3);
   c := nextval('tq_cts_seq');
   PERFORM pg_advisory_lock(c);
-  INSERT INTO tq_committing (txid, cts) VALUES (p_txid, c);
+  IF NOT p_durable THEN
+    INSERT INTO tq_committing (txid, cts) VALUES (p_txid, c);
+  END IF;
   RETURN c;
 END $$;
-CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE sql AS $$
-  SELECT tq_take_cts(p_txid, FALSE);
-$$;
+CREATE OR REPLACE FUNCTION tq_take_cts(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN tq_take_cts(p_txid, FALSE);
+END $$;
 
 -- Key locks: the engine transaction that commits a write-set first takes an exclusive
 -- transaction-level advisory lock on each of its key hashes (the two-integer form, whose
@@ -130,20 +142,24 @@ $$;
 -- memory"). Every smaller write-set takes (7411, 5) shared before its key locks, so a
 -- large writer still excludes every overlapping one; (7411, 5) comes first in every
 -- transaction's order, so the order stays acyclic.
-CREATE OR REPLACE FUNCTION tq_lock_write_set(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
-DECLARE h BIGINT; n BIGINT := 0; keys BIGINT;
+-- p_keys: the distinct hashes of one write-set, in ascending order (tq_lock_write_set, or
+-- the statement that logs a whole commit's write-set, PostgresBackend.log_and_lock).
+CREATE OR REPLACE FUNCTION tq_lock_keys(p_keys BIGINT[]) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE h BIGINT; n BIGINT := coalesce(cardinality(p_keys), 0);
 BEGIN
-  SELECT count(DISTINCT w.key_hash) INTO keys FROM tq_write_sets w WHERE w.txid = p_txid;
-  IF keys > 64 THEN
+  IF n > 64 THEN
     PERFORM pg_advisory_xact_lock(7411, 5);
-    RETURN keys;
+    RETURN n;
   END IF;
   PERFORM pg_advisory_xact_lock_shared(7411, 5);
-  FOR h IN SELECT DISTINCT w.key_hash FROM tq_write_sets w WHERE w.txid = p_txid ORDER BY w.key_hash LOOP
+  FOREACH h IN ARRAY coalesce(p_keys, '{}') LOOP
     PERFORM pg_advisory_xact_lock((h >> 32)::int, h::bit(32)::int);
-    n := n + 1;
   END LOOP;
   RETURN n;
+END $$;
+CREATE OR REPLACE FUNCTION tq_lock_write_set(p_txid BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN tq_lock_keys(ARRAY(SELECT DISTINCT w.key_hash FROM tq_write_sets w WHERE w.txid = p_txid ORDER BY w.key_hash));
 END $$;
 
 -- Advances the snapshot to p_target once every commit timestamp up to it has an outcome:

@@ -117,6 +117,18 @@ def _begun(cursor: Any) -> tuple[int, int, int] | None:
     return (int(row[0]), int(row[1]), int(row[2])) if row is not None else None
 
 
+def _renumbered(sql: str, by: int) -> str:
+    """`sql` with each `$n` marker (found by PostgreSQL's tokens, never inside a literal,
+    identifier or comment) numbered n + by, to follow `by` parameters of another statement."""
+    tokens = Postgres().tokenize(sql + " ")  # the space: see bind_unbound
+    parts, end = [], 0
+    for marker, value in zip(tokens, tokens[1:]):
+        if marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER and value.start == marker.end + 1:
+            parts += [sql[end:marker.start], f"${int(value.text) + by}"]
+            end = value.end + 1
+    return "".join(parts) + sql[end:]
+
+
 def _forget_prepared(conn: psycopg.Connection) -> None:
     """After a pipeline failed: psycopg counts a statement as prepared once it has queued its
     Parse, but the server skips everything after a failure in a pipeline, so psycopg may now
@@ -282,6 +294,30 @@ class PostgresBackend(Backend):
 
     def lock_write_set(self, txid: int) -> tuple[str, list]:
         return "SELECT tq_lock_write_set($1)", [txid]
+
+    def taken_in_statement_timestamp(self) -> exp.Expression:
+        """The commit timestamp taken by the statement's own tq_taken (take_log_and_lock)."""
+        return exp.Subquery(this=exp.select(exp.column("cts", "tq_taken")).from_("tq_taken"))
+
+    def take_log_and_lock(self, take: tuple[str, Sequence[Any]], write_set: tuple[str, Sequence[Any]]) -> tuple[str, list]:
+        """One statement for a whole commit's first three steps: take the commit timestamp
+        (`take`, the oracle's statement), log the write-set under it (`write_set`, the
+        INSERT compiled with taken_in_statement_timestamp, which makes the take run first)
+        and take the write-set's key locks from the rows it logged (tq_lock_keys, as
+        tq_lock_write_set takes them, without reading the write-set back). Returns one row:
+        the commit timestamp and the number of locks. Made once per pair of texts."""
+        take_sql, take_params = take
+        ws_sql, ws_params = write_set
+        key = ("take, log and lock", take_sql, ws_sql, len(ws_params))
+        text = self.shared_plans.get(key)
+        if text is None:
+            taken = _renumbered(take_sql, len(ws_params))
+            text = (f"WITH tq_taken AS MATERIALIZED (SELECT tq_take.cts FROM ({taken}) AS tq_take(cts)), "
+                    f"tq_logged AS ({ws_sql} RETURNING key_hash) "
+                    "SELECT (SELECT tq_taken.cts FROM tq_taken), "
+                    "tq_lock_keys(ARRAY(SELECT DISTINCT tq_logged.key_hash FROM tq_logged ORDER BY tq_logged.key_hash))")
+            self.shared_plans.put(key, text)
+        return text, [*ws_params, *take_params]
 
     def commit_whole(self, raw: Session, writes: Sequence[tuple[str, Sequence[Any]]], marker: tuple[str, Sequence[Any]],
                      then: tuple[str, Sequence[Any]]) -> "WholeCommit":
