@@ -4,10 +4,9 @@ rows only for keys without one, and neither uncommitted nor later commits of oth
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 import tique
 from sqlhelp import rows, run
+from test_cache_state import sent
 from tique.checkpoint import checkpoint
 
 
@@ -24,16 +23,7 @@ def test_scans_read_each_keys_newest_visible_version_once(tmp_path: Path) -> Non
     admin.commit()  # cache versions: updated, deleted and new keys
 
     reader, writer = tique.connect(url), tique.connect(url)
-    texts: list[str] = []
-    backend = reader.backend
-    original = backend.execute
-
-    def execute(raw: Any, sql: str, params: Any, *rest: Any) -> Any:
-        texts.append(str(sql))
-        return original(raw, sql, params, *rest)
-
-    backend.execute = execute  # type: ignore[method-assign]
-    try:
+    with sent(reader) as texts:
         before = rows(reader, "SELECT o, v FROM n WHERE w = ? AND d = ? ORDER BY o", [1, 1])
         run(writer, "UPDATE n SET v = 7 WHERE w = 1 AND d = 1 AND o = 3")
         run(writer, "DELETE FROM n WHERE w = 1 AND d = 1 AND o = 4")
@@ -41,8 +31,6 @@ def test_scans_read_each_keys_newest_visible_version_once(tmp_path: Path) -> Non
         again = rows(reader, "SELECT o, v FROM n WHERE w = ? AND d = ? ORDER BY o", [1, 1])
         run(reader, "UPDATE n SET v = 5 WHERE w = 1 AND d = 1 AND o = 5")  # its own write: visible to it
         own = rows(reader, "SELECT MIN(o), COUNT(*), SUM(v) FROM n WHERE w = ? AND d = ?", [1, 1])
-    finally:
-        del backend.execute
     reader.rollback()
     assert before == again == [(2, 1), (3, 0), (4, 0), (5, 0), (9, 9)]
     assert own == [(2, 5, 15)]

@@ -11,13 +11,19 @@ import tique
 from sqlhelp import rows, run
 
 
-def test_keys_written_twice_still_conflict_first_committer_wins(tmp_path: Path) -> None:
-    url = f"duckdb:///{tmp_path}/ws.db"
+def _two_writers(url: str) -> tuple[tique.Connection, tique.Connection, tique.Connection]:
+    """An admin connection over two accounts at 0, and two writers."""
     admin = tique.connect(url)
     run(admin, "CREATE TABLE acct (id INTEGER PRIMARY KEY, n INTEGER)")
     run(admin, "INSERT INTO acct VALUES (1, 0), (2, 0)")
     admin.commit()
     first, second = tique.connect(url), tique.connect(url)
+    return admin, first, second
+
+
+def test_keys_written_twice_still_conflict_first_committer_wins(tmp_path: Path) -> None:
+    url = f"duckdb:///{tmp_path}/ws.db"
+    admin, first, second = _two_writers(url)
     for conn in (first, second):
         assert rows(conn, "SELECT n FROM acct WHERE id = 1") == [(0,)]  # both begin before either commits
     for _ in range(2):  # each writes key 1 twice: two cached versions, two write-set rows
@@ -39,11 +45,7 @@ def test_keys_written_twice_still_conflict_first_committer_wins(tmp_path: Path) 
 
 def test_a_disjoint_writer_of_the_same_table_commits(tmp_path: Path) -> None:
     url = f"duckdb:///{tmp_path}/ws2.db"
-    admin = tique.connect(url)
-    run(admin, "CREATE TABLE acct (id INTEGER PRIMARY KEY, n INTEGER)")
-    run(admin, "INSERT INTO acct VALUES (1, 0), (2, 0)")
-    admin.commit()
-    first, second = tique.connect(url), tique.connect(url)
+    admin, first, second = _two_writers(url)
     for conn in (first, second):
         rows(conn, "SELECT n FROM acct WHERE id = 1")
     run(first, "UPDATE acct SET n = n + 1 WHERE id = 1")

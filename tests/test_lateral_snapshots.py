@@ -13,8 +13,8 @@ from typing import Any, Callable
 import pytest
 
 import tique
+from test_lateral_reads import _plan
 from tique.checkpoint import checkpoint
-from tique.planner import ReadPlan, make_plan
 from tique.rewrite.snapshot import Formulation
 
 Connect = Callable[..., tique.Connection]
@@ -64,16 +64,6 @@ def _check(cur: tique.Cursor) -> None:
         assert cur.fetchall() == _expected(cur, outer=False), sql
     cur.execute(LEFT, LEFT_PARAMS)
     assert cur.fetchall() == _expected(cur, outer=True)
-
-
-def _plan(url: str, sql: str) -> ReadPlan:
-    conn = tique.connect(url)
-    try:
-        plan = make_plan(sql, conn.backend, conn._snapshot, Formulation.AUTO, frozenset())
-    finally:
-        conn.close()
-    assert isinstance(plan, ReadPlan)
-    return plan
 
 
 def test_a_key_pinning_join_reads_what_the_scan_snapshots_join(connect: Connect, engine: str, url: str) -> None:

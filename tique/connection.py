@@ -1099,10 +1099,15 @@ class Connection:
         whether its target is the only tique table it reads (point_keys.written_keys)."""
         if not self._backend.reads_without_own_versions:
             return None, False
+        return self._keys_of_rows(table, statement, params, rows)
+
+    def _keys_of_rows(self, table: TableDef, statement: str, params: tuple, rows: int) -> tuple[list[Key] | None, bool]:
+        """point_keys.written_keys over each row of a batch, which takes `width` of its
+        parameters: None (and not alone) as soon as one row's keys are not known."""
         keys: list[Key] = []
         alone = True
         width = len(params) // rows
-        for row in range(rows):  # a batch's rows each take `width` of its parameters
+        for row in range(rows):
             found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._snapshot,
                                             self._backend.dialect, params[row * width:(row + 1) * width])
             if found is None:
@@ -1123,18 +1128,7 @@ class Connection:
         if table.name not in txn.noted:
             txn.noted.add(table.name)
             state.writing(table.name)
-        keys: list[Key] | None = []
-        alone = True
-        width = len(params) // rows
-        for row in range(rows):  # a batch's rows each take `width` of its parameters
-            found, row_alone = written_keys(self._backend.shared_plans, statement, table, self._snapshot,
-                                            self._backend.dialect, params[row * width:(row + 1) * width])
-            if found is None:
-                keys, alone = None, False
-                break
-            assert keys is not None
-            keys.extend(found)
-            alone = alone and row_alone
+        keys, alone = self._keys_of_rows(table, statement, params, rows)
         from_storage = alone and keys is not None and txn.engine_open and state.keys_clean(table.name, keys, txn.engine_epoch)
         state.writing_keys(txn.txid, table.name, keys)
         return keys if from_storage else None
