@@ -145,17 +145,15 @@ def _session_id(session: Any) -> int:
 def test_monetdb_runs_analytic_reads_within_the_cap(connect: Connect) -> None:
     """The cap binds the session the analytical reads actually run on, and the engine
     honours it: MonetDB's query queue shows the read on the analytic session with at most
-    the capped number of workers, where the same read uncapped runs on every server
-    thread (the table is large enough for MonetDB to split a scan across threads)."""
+    the capped number of workers, and the server holds the cap as that session's limit,
+    where the same read uncapped keeps MonetDB's own (every thread)."""
     setup = connect()
     cur = setup.cursor()
     cur.execute("CREATE TABLE wide (k INTEGER PRIMARY KEY, v INTEGER)")
     cur.execute("INSERT INTO wide SELECT value, value % 5 FROM generate_series(0, 300000)")
     setup.commit()
-    cur.execute("SELECT CAST(value AS INTEGER) FROM sys.env() WHERE name = 'gdk_nr_threads'")
-    threads = cur.fetchone()[0]
     scan = "SELECT v, count(*), sum(k) FROM wide WHERE k % 7 = 3 GROUP BY v ORDER BY v"
-    workers = {}
+    workers, limits = {}, {}
     for option in (1, None):
         conn = connect(analytic_workers=option)
         read = conn.cursor()
@@ -168,10 +166,12 @@ def test_monetdb_runs_analytic_reads_within_the_cap(connect: Connect) -> None:
         mine = [w for s, w in runs if s == _session_id(analytic)]
         assert mine, f"the scan did not run on the analytic session: {runs}"
         assert not [s for s, _ in runs if s == _session_id(conn._raw)], "the scan ran on the transactions' session"
-        workers[option] = max(mine)
-    assert workers[1] <= 1
-    if threads >= 2:
-        assert workers[None] == threads
+        workers[option], limits[option] = max(mine), _worker_limit(conn)
+    assert workers[1] <= 1 and limits[1] == 1
+    # Uncapped, the session keeps MonetDB's own limit (0: every thread). How many threads
+    # a run then actually takes depends on the machine's load (a busy machine can leave
+    # one thread to do every piece), so it is not asserted.
+    assert limits[None] == 0 and workers[None] >= 1
 
 
 @pytest.mark.parametrize("engine", ["monetdb"])

@@ -308,7 +308,9 @@ class PostgresBackend(Backend):
         the commit timestamp and the number of locks. Made once per pair of texts."""
         take_sql, take_params = take
         ws_sql, ws_params = write_set
-        key = ("take, log and lock", take_sql, ws_sql, len(ws_params))
+        # One per write-set text (one per set of tables written, whatever the number of
+        # keys), which fixes the number of its parameters: its family in plan_timing.
+        key = ("take, log and lock", ws_sql, take_sql)
         text = self.shared_plans.get(key)
         if text is None:
             taken = _renumbered(take_sql, len(ws_params))
