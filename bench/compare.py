@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench.analysis import paper
-from bench.results import now, table, write
+from bench.results import now, write
 from bench.tpcc.loader import FULL, TINY, Scale
 from drivers import System, open_system
 
@@ -203,11 +203,14 @@ def report(summaries: list[dict[str, Any]], config: CompareConfig, console: Any)
                 paper_loss = _paper_htap_loss(s["system"], point.get("oltp_clients"), point.get("olap_clients"))
                 rows.append([f"HTAP OLTP lost to {point.get('olap_clients')} OLAP client(s), %", s["system"], loss, None, "",
                              "" if paper_loss is None else f"{paper_loss:.0f}%"])
-    table(f"tique bench compare: {config.warehouses} warehouse(s), TPC-C {config.tpcc_seconds:g} s per point"
-          f"{'' if config.scale == FULL else ' (reduced scale)'}",
-          ["benchmark", "system", "value", "abort %", "÷ native", "paper"], rows, console=console)
-    console.print("÷ native: a tique system's value over the native system of the same engine (for CH-benCHmark, "
-                  "time: lower is better); paper: the same ratio in the TiQuE paper (512 warehouses, 32 vCPUs)")
+    title = (f"tique bench compare: {config.warehouses} W, TPC-C {config.tpcc_seconds:g} s per point"
+             f"{'' if config.scale == FULL else ', reduced scale'}")
+    console.print(matrix(rows, names, title))
+    console.print("÷: a tique system's value over the native system of the same engine (CH-benCHmark: time, "
+                  "lower is better)")
+    paper_notes = [f"{r[1]} {r[0]} {r[5]}" for r in rows if r[5]]
+    if paper_notes:
+        console.print("the same ratio in the TiQuE paper (512 warehouses, 32 vCPUs): " + "; ".join(paper_notes))
     for s in summaries:
         if not s["consistent"]:
             console.print(f"[red]{s['system']}: a TPC-C consistency condition failed[/red]")
@@ -230,6 +233,57 @@ def _paper_htap_oltp() -> dict[tuple[str, int, int], float]:
 def _paper_htap_loss(name: str, oltp: Any, olap: Any) -> float | None:
     published = _paper_htap_oltp()
     return _loss(published.get((name, oltp, 0)), published.get((name, oltp, olap)))
+
+
+# A metric's short name in the terminal matrix, so that six systems fit 100 columns.
+_SHORT = (("TPC-C txn/s, ", "txn/s, "), ("TPC-C tpmC, ", "tpmC, "), (" client(s)", " cl"),
+          ("CH-benCHmark ", "CH "), ("HTAP OLTP lost to ", "HTAP OLTP lost, "), (" OLAP client(s), %", " OLAP %"))
+
+
+def matrix(rows: Sequence[Sequence[Any]], names: Sequence[str], title: str) -> Any:
+    """report's rows as one compact matrix: a row per metric (abort rates as rows of their
+    own), a column per system, and after each tique column its ratio over native."""
+    from rich import box
+    from rich.table import Table
+
+    metrics: dict[str, dict[str, Any]] = {}
+    for benchmark, system, value, abort, ratio, _ in rows:
+        label = benchmark
+        for long, short in _SHORT:
+            label = label.replace(long, short)
+        metrics.setdefault(label, {})[system] = value
+        metrics[label][f"÷ {system}"] = ratio
+        if abort is not None:
+            aborts = label.replace("txn/s", "abort %")
+            metrics.setdefault(aborts, {})[system] = abort
+    view = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    view.add_column("metric", no_wrap=True)
+    for name in names:
+        kind, _, engine = name.partition("-")
+        view.add_column(f"{kind}\n{engine.replace('postgres', 'pg')}", justify="right", no_wrap=True)
+        if any(row[1] == name and row[4] for row in rows):
+            view.add_column("÷", justify="right", no_wrap=True)
+    for label, values in metrics.items():
+        cells = [label]
+        for name in names:
+            value = values.get(name)
+            cells.append(_compact(value))
+            if any(row[1] == name and row[4] for row in rows):
+                cells.append(values.get(f"÷ {name}") or "")
+        view.add_row(*cells)
+    return view
+
+
+def _compact(value: Any) -> str:
+    """A number in at most 7 characters: no decimals from 100 up, two below 10 (CH-benCHmark
+    totals of a fraction of a second)."""
+    from bench.results import _cell
+
+    if isinstance(value, float) and value == value and abs(value) >= 100:
+        return f"{value:,.0f}"
+    if isinstance(value, float) and value == value and abs(value) < 10:
+        return f"{value:.2f}"
+    return _cell(value)
 
 
 def _fmt_paper(value: float | None) -> str:

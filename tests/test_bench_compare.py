@@ -35,3 +35,32 @@ def test_compare_native_and_tique_duckdb(tmp_path: Path) -> None:
     for name in ("tpcc-native-duckdb-c1.json", "tpcc-tique-duckdb-c2.json", "chbench-tique-duckdb.json"):
         assert json.loads((out / name).read_text())["system"] in name
     assert (out / "compare.png").stat().st_size > 10_000
+
+
+def test_the_terminal_table_is_one_matrix_of_six_systems_within_100_columns() -> None:
+    """compare's terminal table: a row per metric (abort rates on rows of their own), a
+    column per system with each tique column's ratio over native beside it, 100 columns
+    wide at 1, 4 and 16 clients, without wrapping into a list of rows per system."""
+    from rich.console import Console
+
+    from bench.compare import matrix, report
+
+    names = ["native-duckdb", "tique-duckdb", "native-postgres", "tique-postgres", "native-monetdb", "tique-monetdb"]
+    clients = (1, 4, 16)
+    summaries = [{"system": name, "consistent": True, "chbench_failed": [],
+                  "chbench_total_s": 0.25 * (i + 1), "chbench_first_run_total_s": 0.5 * (i + 1),
+                  "tpcc": {c: {"txn_per_s": 1234.5 / (i + c), "abort_rate": 0.9 / c, "tpmc": 98765.0 / (i + c)} for c in clients}}
+                 for i, name in enumerate(names)]
+    config = CompareConfig(systems=tuple(names), clients=clients, tpcc_seconds=60.0, scale=TINY)
+    console = Console(width=100, record=True)
+    rows = report(summaries, config, console)
+    assert {row[1] for row in rows} == set(names)  # compare.json keeps a row per metric and system
+    console = Console(width=100, record=True)
+    console.print(matrix(rows, names, "title"))
+    lines = [line.rstrip() for line in console.export_text().splitlines() if line.strip()]
+    assert max(len(line) for line in lines) <= 100
+    body = [line for line in lines if line.lstrip().startswith(("txn/s", "abort %", "tpmC", "CH "))]
+    assert len(body) == 3 * len(clients) + 2  # txn/s, abort % and tpmC per client count; CH total and first runs
+    first = next(line for line in body if line.lstrip().startswith("txn/s, 1 cl"))
+    # six values and three ratios: tique-duckdb's 1,234.5 / 2 over native's 1,234.5 / 1
+    assert len(first.split()) == 3 + 6 + 3 and "0.50x" in first.split()
