@@ -5,7 +5,7 @@ import re
 
 import contextlib
 import dataclasses
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import psycopg
 import psycopg.adapt
@@ -117,16 +117,23 @@ def _begun(cursor: Any) -> tuple[int, int, int] | None:
     return (int(row[0]), int(row[1]), int(row[2])) if row is not None else None
 
 
-def _renumbered(sql: str, by: int) -> str:
+def _replace_markers(sql: str, replacement: Callable[[int], str | None]) -> str:
     """`sql` with each `$n` marker (found by PostgreSQL's tokens, never inside a literal,
-    identifier or comment) numbered n + by, to follow `by` parameters of another statement."""
-    tokens = Postgres().tokenize(sql + " ")  # the space: see bind_unbound
+    identifier or comment) replaced by `replacement(n)`, where that is not None."""
+    tokens = Postgres().tokenize(sql + " ")  # the space: sqlglot's tokenizer fails on a text ending in '' after a `$n`
     parts, end = [], 0
     for marker, value in zip(tokens, tokens[1:]):
         if marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER and value.start == marker.end + 1:
-            parts += [sql[end:marker.start], f"${int(value.text) + by}"]
-            end = value.end + 1
+            replaced = replacement(int(value.text))
+            if replaced is not None:
+                parts += [sql[end:marker.start], replaced]
+                end = value.end + 1
     return "".join(parts) + sql[end:]
+
+
+def _renumbered(sql: str, by: int) -> str:
+    """`sql` with each `$n` marker numbered n + by, to follow `by` parameters of another statement."""
+    return _replace_markers(sql, lambda n: f"${n + by}")
 
 
 def _forget_prepared(conn: psycopg.Connection) -> None:
@@ -384,16 +391,8 @@ class PostgresBackend(Backend):
         key = ("unbound", sql, marks)
         text = self.shared_plans.get(key)
         if text is None:
-            numbers = {str(n): _SESSION_VALUES[name] for n, name in marks}
-            # The space: sqlglot's tokenizer fails on a text ending in '' after a `$n`.
-            tokens = Postgres().tokenize(sql + " ")
-            parts, end = [], 0
-            for marker, value in zip(tokens, tokens[1:]):
-                if (marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER
-                        and value.start == marker.end + 1 and value.text in numbers):
-                    parts += [sql[end:marker.start], numbers[value.text]]
-                    end = value.end + 1
-            text = "".join(parts) + sql[end:]
+            numbers = {n: _SESSION_VALUES[name] for n, name in marks}
+            text = _replace_markers(sql, numbers.get)
             self.shared_plans.put(key, text)
         return text, [0 if isinstance(v, Unbound) else v for v in params]
 
@@ -497,16 +496,10 @@ class PostgresBackend(Backend):
         key = ("at statement snapshot", compiled)
         found = self.shared_plans.get(key)
         if found is None:
-            number = str(compiled.names.index("tq_sts") + 1)
-            tokens = Postgres().tokenize(compiled.sql)
+            number = compiled.names.index("tq_sts") + 1
             newest = self.statement_snapshot_expression().sql("postgres")
-            text, end = [], 0
-            for marker, value in zip(tokens, tokens[1:]):
-                if (marker.token_type is TokenType.PARAMETER and value.token_type is TokenType.NUMBER
-                        and value.start == marker.end + 1 and value.text == number):
-                    text += [compiled.sql[end:marker.start], f"GREATEST(${number}, {newest})"]
-                    end = value.end + 1
-            found = dataclasses.replace(compiled, sql="".join(text) + compiled.sql[end:])
+            sql = _replace_markers(compiled.sql, lambda n: f"GREATEST(${n}, {newest})" if n == number else None)
+            found = dataclasses.replace(compiled, sql=sql)
             self.shared_plans.put(key, found)
         return found
 
