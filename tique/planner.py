@@ -28,7 +28,7 @@ from tique.rewrite.own_versions import without_own_versions
 from tique.rewrite.locks import lock_writes, refuse_unsupported_locks, share_shape, without_locks
 from tique.rewrite.params import USER_PREFIX, Compiled, KeyCheck, Marked, RowTemplate, mark_parameters, normalize_placeholders
 from tique.rewrite import passes
-from tique.rewrite.reads import reads_by_scan, reads_laterally, referenced_tables
+from tique.rewrite.reads import reads_laterally, referenced_tables, scans
 from tique.rewrite.snapshot import Formulation
 from tique.rewrite.templates import forget_positions
 from tique.rewrite.writes import WritePlan
@@ -479,8 +479,9 @@ def _make_plan(sql: str, backend: Backend, catalog: CatalogSnapshot, formulation
 def _make_plan_of_read(tree: exp.Expression, backend: Backend, context: passes.PassContext, params: int,
                        touched: list) -> ReadPlan:
     names = tuple(sorted({t.name for _, t in touched}))
-    analytic = reads_by_scan(touched, context.catalog, context.formulation, context.lateral)
+    # A lateral read is a nested loop of key probes, never an analytical scan (reads_by_scan).
     probing = reads_laterally(touched, context.catalog, context.formulation, context.lateral)
+    analytic = not probing and scans(touched, context.formulation, context.lateral)
     # Kept where reads have variants: DuckDB's storage reads, MonetDB's analytical reads of
     # empty caches, READ COMMITTED's reads.
     storage_variants = backend.cache_state is not None or (backend.counts_caches and analytic)
