@@ -35,6 +35,19 @@ def test_compare_native_and_tique_duckdb(tmp_path: Path) -> None:
     for name in ("tpcc-native-duckdb-c1.json", "tpcc-tique-duckdb-c2.json", "chbench-tique-duckdb.json"):
         assert json.loads((out / name).read_text())["system"] in name
     assert (out / "compare.png").stat().st_size > 10_000
+    # The run's own table, as the terminal shows it: a row per metric, native and tique
+    # side by side, tique's ratio beside its column.
+    from rich.console import Console
+
+    from bench.compare import matrix
+
+    console = Console(width=100, record=True)
+    console.print(matrix(saved["table"], ["native-duckdb", "tique-duckdb"], "title"))
+    lines = console.export_text().splitlines()
+    txn = [line.split() for line in lines if line.lstrip().startswith("txn/s,")]
+    assert [row[:3] for row in txn] == [["txn/s,", "1", "cl"], ["txn/s,", "2", "cl"]]
+    # native, tique, then tique over native (none where tique finished nothing: see above)
+    assert all(len(row) in (5, 6) for row in txn) and any(row[-1].endswith("x") for row in txn)
 
 
 def test_the_terminal_table_is_one_matrix_of_six_systems_within_100_columns() -> None:
