@@ -17,16 +17,5 @@ ANTI JOIN (
 ) AS tq_visible ON TQ_KEY_MATCH(tq_visible, s)
 UNION ALL
 SELECT TQ_COLUMNS()
-FROM (
-  SELECT TQ_COLUMNS(c), c.tq_deleted,
-         rank() OVER (
-           PARTITION BY TQ_KEY(c)
-           ORDER BY CASE WHEN c.tq_txid = CAST(:tq_txid AS BIGINT)
-                         THEN CAST(:tq_sts AS BIGINT) + 1 ELSE o.cts END DESC,
-                    c.tq_seq DESC) AS tq_rank
-  FROM cache_table AS c
-  LEFT JOIN tq_outcome AS o ON o.txid = c.tq_txid AND o.did_commit
-  WHERE (c.tq_txid = CAST(:tq_txid AS BIGINT) AND c.tq_seq < CAST(:tq_seq_limit AS BIGINT))
-       OR o.cts <= CAST(:tq_sts AS BIGINT)
-) AS tq_cached
+FROM visible_cache_versions AS tq_cached
 WHERE tq_rank = 1 AND NOT tq_deleted
